@@ -14,8 +14,39 @@ from .errors import ConvmemError, FormatError, PageLoadError, TransientError
 from .message import ROLES, Message
 
 # -- exports added per module (keep one block per module, sorted by module name) --
+from .eviction import EvictionStep, evict_conversations, eviction_curve, explain_eviction, kept_from
+from .history import (
+    DROP_REASONS,
+    Compaction,
+    DroppedMessage,
+    History,
+    Summarizer,
+    SummaryEvent,
+)
+from .replay import HistorySettings, Replay, ReplayStats, SweepRow, context_at, replay, sweep_limits
+from .summarizers import ExtractiveSummarizer, LLMSummarizer
 
 __all__ = [
+    "Compaction",
+    "ExtractiveSummarizer",
+    "HistorySettings",
+    "LLMSummarizer",
+    "Replay",
+    "ReplayStats",
+    "SweepRow",
+    "context_at",
+    "replay",
+    "sweep_limits",
+    "DROP_REASONS",
+    "DroppedMessage",
+    "EvictionStep",
+    "History",
+    "Summarizer",
+    "SummaryEvent",
+    "evict_conversations",
+    "eviction_curve",
+    "explain_eviction",
+    "kept_from",
     "ConvmemError",
     "FormatError",
     "Message",
