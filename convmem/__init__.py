@@ -14,6 +14,19 @@ from .errors import ConvmemError, FormatError, PageLoadError, TransientError
 from .message import ROLES, Message
 
 # -- exports added per module (keep one block per module, sorted by module name) --
+from .conversations import (
+    DEFAULT_MAX_BYTES,
+    FORMATS,
+    LISTING_ID_PATTERN,
+    Conversation,
+    ToolCall,
+    extract_listing_ids,
+    group_by_user,
+    load_conversations,
+    make_listing_extractor,
+    parse_conversations,
+    to_openai_jsonl,
+)
 from .eviction import EvictionStep, evict_conversations, eviction_curve, explain_eviction, kept_from
 from .history import (
     DROP_REASONS,
@@ -23,10 +36,40 @@ from .history import (
     Summarizer,
     SummaryEvent,
 )
+from .loading import (
+    STOP_REASONS,
+    CallRecord,
+    LoadReport,
+    load_history,
+    load_history_with_report,
+)
 from .replay import HistorySettings, Replay, ReplayStats, SweepRow, context_at, replay, sweep_limits
+from .stores import (
+    FaultConfig,
+    FlakyStore,
+    PagedStore,
+    ScriptedStore,
+    TruthDiff,
+    VirtualClock,
+    compare_to_truth,
+)
 from .summarizers import ExtractiveSummarizer, LLMSummarizer
+from .synthetic import generate_conversation, generate_shoppers
+from .tokens import ApproxCounter, TiktokenCounter, TokenCounter, default_counter, make_counter
 
 __all__ = [
+    "CallRecord",
+    "FaultConfig",
+    "FlakyStore",
+    "LoadReport",
+    "PagedStore",
+    "STOP_REASONS",
+    "ScriptedStore",
+    "TruthDiff",
+    "VirtualClock",
+    "compare_to_truth",
+    "load_history",
+    "load_history_with_report",
     "Compaction",
     "ExtractiveSummarizer",
     "HistorySettings",
@@ -53,4 +96,22 @@ __all__ = [
     "PageLoadError",
     "ROLES",
     "TransientError",
+    "ApproxCounter",
+    "Conversation",
+    "DEFAULT_MAX_BYTES",
+    "FORMATS",
+    "LISTING_ID_PATTERN",
+    "TiktokenCounter",
+    "TokenCounter",
+    "ToolCall",
+    "default_counter",
+    "extract_listing_ids",
+    "generate_conversation",
+    "generate_shoppers",
+    "group_by_user",
+    "load_conversations",
+    "make_counter",
+    "make_listing_extractor",
+    "parse_conversations",
+    "to_openai_jsonl",
 ]

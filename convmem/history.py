@@ -133,7 +133,8 @@ class Compaction:
         step: the 0-based index of the add (the n-th message added).
         message_id: the id of the message that add brought.
         trigger: :data:`TRIGGER_LIMIT`, :data:`TRIGGER_PIN_MOVED` or :data:`TRIGGER_ARRIVAL`.
-        total_before: tokens right after the new message was appended, before any drop.
+        total_before: the total before this add plus the new message's tokens (the peak, before
+            any drop; for a refused tool result, what the total would have been).
         total_after: tokens after the compaction (and the summary, if any).
         dropped: every dropped message, oldest first.
         summary: the summary outcome, or None when no summarizer ran.
@@ -158,28 +159,17 @@ class Compaction:
         return sum(d.tokens for d in self.dropped)
 
 
-class _Entry:
-    """A message inside History (mutable bookkeeping; never exposed)."""
-
-    __slots__ = ("seq", "msg", "pinned", "alive", "group", "in_head")
-
-    def __init__(self, seq: int, msg: Message) -> None:
-        self.seq = seq
-        self.msg = msg
-        self.pinned = False
-        self.alive = True
-        self.group: _Group | None = None
-        self.in_head = False
+# A kept message is the tuple ``(seq, message)``: cheap to make, compared by identity where needed.
+_Item = tuple  # (int, Message)
 
 
 class _Group:
     """An assistant message with tool calls plus the tool results that answer it."""
 
-    __slots__ = ("call", "results", "dead")
+    __slots__ = ("results", "dead")
 
-    def __init__(self, call: _Entry) -> None:
-        self.call = call
-        self.results: list[_Entry] = []
+    def __init__(self) -> None:
+        self.results: list[_Item] = []
         self.dead = False
 
 
@@ -218,6 +208,9 @@ class History:
             cuts live messages to ``target - summary_budget``; a summary with more tokens than the
             budget is rejected (the previous one stays) and reported.
         on_compaction: optional callback receiving each :class:`Compaction` as it happens.
+        records: how many of the latest compaction records ``compactions`` keeps (default 1024;
+            None keeps all). A long-running agent's memory stays bounded; ``on_compaction`` sees
+            every record regardless.
 
     Kept is always the newest contiguous run of messages (a suffix, less the tool results dropped
     with their call) plus pinned messages, in conversation order. Pinned messages are kept even when
@@ -259,8 +252,10 @@ class History:
         "_last_assistant",
         "_frontier",
         "_step",
-        "_compactions",
+        "_records",
         "_kept_count",
+        "_dead",
+        "_group_of",
     )
 
     def __init__(
@@ -275,6 +270,7 @@ class History:
         summarizer: Summarizer | None = None,
         summary_budget: int | None = None,
         on_compaction: Callable[[Compaction], object] | None = None,
+        records: int | None = 1024,
     ) -> None:
         self._limit = _check_int("limit", limit)
         if target is not None:
@@ -307,6 +303,8 @@ class History:
                 raise TypeError(f"History {name} must be a bool, got {flag!r}")
         if on_compaction is not None and not callable(on_compaction):
             raise TypeError(f"History on_compaction must be callable, got {on_compaction!r}")
+        if records is not None:
+            _check_int("records", records)
         self._budget = summary_budget or 0
         self._goal = self._target - self._budget
         self._pin_system = pin_system
@@ -315,17 +313,19 @@ class History:
         self._start_on_user = start_on_user
         self._summarizer = summarizer
         self._on_compaction = on_compaction
-        self._head: list[_Entry] = []  # pinned system messages passed over by compaction, in order
-        self._head_user: _Entry | None = None  # the pinned latest user message, when passed over
-        self._run: deque[_Entry] = deque()  # the newest contiguous run (may hold dead entries)
+        self._head: list[_Item] = []  # pinned system messages passed over by compaction, in order
+        self._head_user: _Item | None = None  # the pinned latest user message, when passed over
+        self._run: deque[_Item] = deque()  # the newest contiguous run, in order (may hold dead items)
+        self._dead: set[int] = set()  # seqs of run items dropped with their tool call, not yet popped
         self._total = 0
         self._summary: Message | None = None
-        self._latest_user: _Entry | None = None
-        self._groups: dict[str, _Group] = {}
+        self._latest_user: _Item | None = None
+        self._groups: dict[str, _Group] = {}  # tool call id -> group
+        self._group_of: dict[int, _Group] = {}  # seq of a kept assistant message -> its group
         self._last_assistant: _Group | None = None
         self._frontier = -1  # seq of the newest message dropped from the oldest end
         self._step = 0
-        self._compactions: list[Compaction] = []
+        self._records: deque[tuple] = deque(maxlen=records)
         self._kept_count = 0
 
     # ------------------------------------------------------------------ reading
@@ -366,8 +366,8 @@ class History:
 
     @property
     def compactions(self) -> list[Compaction]:
-        """Every compaction so far, in order (a copy). O(compactions)."""
-        return list(self._compactions)
+        """The latest compactions (up to ``records``), oldest first. O(records kept)."""
+        return [_record(*raw) for raw in self._records]
 
     def __len__(self) -> int:
         """How many messages would be sent now, the summary included. O(1)."""
@@ -376,16 +376,20 @@ class History:
     def context(self) -> list[Message]:
         """The messages that would be sent now, in order, the summary included. O(kept)."""
         head = self._head
-        user = self._head_user
-        if user is not None:
-            head = sorted([*head, user], key=lambda e: e.seq)
-        before = [e.msg for e in head if e.seq < self._frontier]
-        after = [e.msg for e in head if e.seq > self._frontier]
+        if self._head_user is not None:
+            head = sorted([*head, self._head_user], key=_seq)
+        dead = self._dead
+        run = [item for item in self._run if item[0] not in dead] if dead else list(self._run)
+        if head and run and run[0][0] < head[-1][0]:  # a pin that rejoined the run (see add)
+            items = sorted([*head, *run], key=_seq)
+        else:
+            items = [*head, *run]
+        out = [item[1] for item in items]
         if self._summary is not None:
-            before.append(self._summary)
-        before.extend(after)
-        before.extend(e.msg for e in self._run if e.alive)
-        return before
+            frontier = self._frontier
+            at = next((i for i, item in enumerate(items) if item[0] > frontier), len(items))
+            out.insert(at, self._summary)
+        return out
 
     def messages(self) -> list[str]:
         """The ids of :meth:`context`, in order. O(kept)."""
@@ -400,39 +404,39 @@ class History:
         """Append ``message``, compact if needed, and return the dropped ids, oldest first.
 
         Amortized O(1) plus the messages dropped. Raises TypeError when ``message`` is not a
-        :class:`Message`; a summarizer's own errors propagate (the history is then unchanged by
-        the summary but the drops stand, and the compaction is not recorded).
+        :class:`Message`. A summarizer's own errors propagate out of ``add``; the drops of that
+        add stand (the messages are gone from the context) but no summary and no record are made.
         """
         if not isinstance(message, Message):
             raise TypeError(f"History.add message must be a Message, got {message!r}")
         step = self._step
-        self._step += 1
-        entry = _Entry(step, message)
-        dropped: list[tuple[_Entry, str]] = []
-        trigger: str | None = None
+        self._step = step + 1
+        item = (step, message)
         role = message.role
+        peak = self._total + message.tokens  # the total with it appended, before any drop
+        dropped: list[tuple[_Item, str]] | None = None
+        trigger: str | None = None
 
-        if self._pin_latest_user and role == "user":
-            entry.pinned = True
+        if role == "user" and self._pin_latest_user:
             old = self._latest_user
-            self._latest_user = entry
+            self._latest_user = item
             if old is not None:
-                old.pinned = False
-                if old.seq < self._frontier:  # it is in the head, cut off from the run
+                if old[0] < self._frontier:
+                    # Kept only by its pin, cut off from the run: the suffix rule drops it now.
                     self._head_user = None
-                    self._kill(old, PIN_MOVED, dropped)
+                    self._total -= old[1].tokens
+                    self._kept_count -= 1
+                    dropped = [(old, PIN_MOVED)]
                     trigger = TRIGGER_PIN_MOVED
-                elif old.in_head:  # nothing after it went: it rejoins the run at its left
+                elif self._head_user is old:
+                    # Parked by a cut that dropped nothing after it: it rejoins the run's left end.
                     self._head_user = None
-                    old.in_head = False
                     self._run.appendleft(old)
-        elif self._pin_system and role == "system":
-            entry.pinned = True
 
         if self._keep_tool_groups:
             if role == "assistant":
-                group = _Group(entry)
-                entry.group = group
+                group = _Group()
+                self._group_of[step] = group
                 self._last_assistant = group
                 for call_id in message.tool_call_ids:
                     self._groups[call_id] = group
@@ -443,42 +447,46 @@ class History:
                 if group is None:
                     group = self._last_assistant
                 if group is None or group.dead:
-                    # Never admitted: a tool result is never left without its call.
-                    entry.alive = False
-                    dropped.append((entry, TOOL_GROUP))
-                    if trigger is None:
-                        trigger = TRIGGER_ARRIVAL
-                    return self._finish(entry, step, self._total, dropped, trigger)
-                group.results.append(entry)
-                entry.group = group
+                    # Refused on arrival: a tool result is never left without its call.
+                    return self._finish(step, message, peak, [(item, TOOL_GROUP)], TRIGGER_ARRIVAL)
+                group.results.append(item)
 
-        self._run.append(entry)
-        self._total += message.tokens
+        self._run.append(item)
+        total = self._total = self._total + message.tokens
         self._kept_count += 1
-        total_before = self._total
-        if self._total > self._limit:
+        if total > self._limit:
             trigger = TRIGGER_LIMIT
-        if trigger in (TRIGGER_LIMIT, TRIGGER_PIN_MOVED):
-            self._cut(dropped)
-            if self._start_on_user:
-                self._align_to_user(dropped)
-        return self._finish(entry, step, total_before, dropped, trigger)
+        elif trigger is None:
+            return []
+        if dropped is None:
+            dropped = []
+        self._cut(dropped)
+        if self._start_on_user:
+            self._align_to_user(dropped)
+        return self._finish(step, message, peak, dropped, trigger)
 
-    def _cut(self, dropped: list[tuple[_Entry, str]]) -> None:
+    def _is_pinned(self, item: _Item) -> bool:
+        return item is self._latest_user or (self._pin_system and item[1].role == "system")
+
+    def _cut(self, dropped: list[tuple[_Item, str]]) -> None:
         """Drop from the oldest end until live tokens (all but the summary) fit the goal."""
         goal = self._goal
+        stop_at = goal + (self._summary.tokens if self._summary is not None else 0)
         run = self._run
-        summary_tokens = self._summary.tokens if self._summary is not None else 0
-        while self._total - summary_tokens > goal and run:
-            e = run.popleft()
-            if not e.alive:
+        dead = self._dead
+        pin_system = self._pin_system
+        while self._total > stop_at and run:
+            item = run.popleft()
+            if dead and item[0] in dead:
+                dead.discard(item[0])
                 continue
-            if e.pinned:
-                self._park(e)
+            m = item[1]
+            if item is self._latest_user or (pin_system and m.role == "system"):
+                self._park(item)
                 continue
-            self._drop_unit(e, TOO_BIG if e.msg.tokens > goal else OVER_LIMIT, dropped)
+            self._drop_unit(item, TOO_BIG if m.tokens > goal else OVER_LIMIT, dropped)
 
-    def _align_to_user(self, dropped: list[tuple[_Entry, str]]) -> None:
+    def _align_to_user(self, dropped: list[tuple[_Item, str]]) -> None:
         """start_on_user: drop leading non-system messages until a user message leads.
 
         Unpinned system messages passed over stay only if nothing after them is dropped (the kept
@@ -487,22 +495,24 @@ class History:
         if self._head_user is not None:
             return  # the pinned user message in the head is the first non-system message
         run = self._run
+        dead = self._dead
         i = 0
         while i < len(run):
-            e = run[i]
-            if not e.alive:
+            item = run[i]
+            if dead and item[0] in dead:
                 if i == 0:
                     run.popleft()
+                    dead.discard(item[0])
                 else:
                     i += 1
                 continue
-            role = e.msg.role
+            role = item[1].role
             if role == "user":
                 return
             if role == "system":
-                if e.pinned and i == 0:
+                if i == 0 and self._is_pinned(item):
                     run.popleft()
-                    self._park(e)
+                    self._park(item)
                 else:
                     i += 1
                 continue
@@ -510,75 +520,62 @@ class History:
             # that are not pinned (pinned ones are parked in the head).
             for _ in range(i):
                 x = run.popleft()
-                if not x.alive:
-                    continue
-                if x.pinned:
+                if dead and x[0] in dead:
+                    dead.discard(x[0])
+                elif self._is_pinned(x):
                     self._park(x)
                 else:
                     self._drop_unit(x, START_ON_USER, dropped)
             run.popleft()
-            self._drop_unit(e, START_ON_USER, dropped)
+            self._drop_unit(item, START_ON_USER, dropped)
             i = 0
 
-    def _park(self, e: _Entry) -> None:
+    def _park(self, item: _Item) -> None:
         """Move a pinned message from the run's left end into the head. O(1)."""
-        e.in_head = True
-        if e.msg.role == "user":
-            self._head_user = e  # only pin_latest_user pins a user message: at most one
+        if item[1].role == "user":
+            self._head_user = item  # only pin_latest_user pins a user message: at most one
         else:
-            self._head.append(e)
+            self._head.append(item)
 
-    def _drop_unit(self, e: _Entry, reason: str, dropped: list[tuple[_Entry, str]]) -> None:
-        """Drop ``e`` from the oldest end, with its tool results when it heads a tool group."""
-        self._frontier = e.seq
-        self._kill(e, reason, dropped)
-        group = e.group
-        if group is not None and group.call is e:
-            group.dead = True
-            for r in group.results:
-                if r.alive:
-                    self._kill(r, TOOL_GROUP, dropped)
-
-    def _kill(self, e: _Entry, reason: str, dropped: list[tuple[_Entry, str]]) -> None:
-        e.alive = False
-        e.in_head = False
-        self._total -= e.msg.tokens
+    def _drop_unit(self, item: _Item, reason: str, dropped: list[tuple[_Item, str]]) -> None:
+        """Drop ``item`` from the oldest end, with its tool results when it heads a tool group."""
+        seq = item[0]
+        self._frontier = seq
+        self._total -= item[1].tokens
         self._kept_count -= 1
-        dropped.append((e, reason))
+        dropped.append((item, reason))
+        if self._group_of:
+            group = self._group_of.pop(seq, None)
+            if group is not None:
+                group.dead = True
+                dead = self._dead
+                for r in group.results:
+                    if r[0] not in dead:
+                        dead.add(r[0])
+                        self._total -= r[1].tokens
+                        self._kept_count -= 1
+                        dropped.append((r, TOOL_GROUP))
 
     def _finish(
         self,
-        entry: _Entry,
         step: int,
+        message: Message,
         total_before: int,
-        dropped: list[tuple[_Entry, str]],
-        trigger: str | None,
+        dropped: list[tuple[_Item, str]],
+        trigger: str,
     ) -> list[str]:
         if not dropped:
             return []
-        if any(dropped[i][0].seq > dropped[i + 1][0].seq for i in range(len(dropped) - 1)):
-            dropped.sort(key=lambda pair: pair[0].seq)
+        if self._group_of and len(dropped) > 1:
+            dropped.sort(key=_first_seq)  # tool results dropped with a call may interleave
         event: SummaryEvent | None = None
-        summarized = False
         if self._summarizer is not None and trigger != TRIGGER_ARRIVAL:
-            event = self._summarize([e.msg for e, _ in dropped])
-            summarized = event.accepted
-        record = Compaction(
-            step=step,
-            message_id=entry.msg.id,
-            trigger=trigger or TRIGGER_LIMIT,
-            total_before=total_before,
-            total_after=self._total,
-            dropped=tuple(
-                DroppedMessage(e.msg.id, e.msg.role, e.msg.tokens, reason, e.seq, summarized)
-                for e, reason in dropped
-            ),
-            summary=event,
-        )
-        self._compactions.append(record)
+            event = self._summarize([pair[0][1] for pair in dropped])
+        raw = (step, message.id, trigger, total_before, self._total, dropped, event)
+        self._records.append(raw)
         if self._on_compaction is not None:
-            self._on_compaction(record)
-        return [e.msg.id for e, _ in dropped]
+            self._on_compaction(_record(*raw))
+        return [pair[0][1].id for pair in dropped]
 
     def _summarize(self, dropped: list[Message]) -> SummaryEvent:
         assert self._summarizer is not None
@@ -603,3 +600,34 @@ class History:
             budget=self._budget,
             replaced_id=previous.id if previous is not None else None,
         )
+
+
+def _seq(item: _Item) -> int:
+    return item[0]
+
+
+def _first_seq(pair: tuple[_Item, str]) -> int:
+    return pair[0][0]
+
+
+def _record(
+    step: int,
+    message_id: str,
+    trigger: str,
+    total_before: int,
+    total_after: int,
+    dropped: list[tuple[_Item, str]],
+    event: SummaryEvent | None,
+) -> Compaction:
+    summarized = event is not None and event.accepted
+    return Compaction(
+        step=step,
+        message_id=message_id,
+        trigger=trigger,
+        total_before=total_before,
+        total_after=total_after,
+        dropped=tuple(
+            DroppedMessage(m.id, m.role, m.tokens, reason, seq, summarized) for (seq, m), reason in dropped
+        ),
+        summary=event,
+    )

@@ -74,8 +74,8 @@ class ExtractiveSummarizer:
         id_prefix: summary ids are ``f"{id_prefix}-{n}"`` for the n-th summary made (1-based).
 
     Lines from newer dropped messages win when space runs out; the previous summary's lines follow
-    (older still), then older lines are cut. Cost O(len(dropped) + previous lines) per call, plus
-    one token count per line kept.
+    (older still), then older lines are cut. Cost O(len(dropped) + previous lines) token counts of
+    one line each, plus one count of the result.
 
     Raises:
         ValueError: max_tokens negative, line_chars < 8, role unknown.
@@ -109,15 +109,23 @@ class ExtractiveSummarizer:
             old_lines = [ln.strip() for ln in body.split("\n") if ln.strip()]
         new_lines = [_line(m, self.line_chars) for m in dropped]
         # Newest first: the dropped messages from newest to oldest, then the previous summary's.
+        # Each line is counted once; the joined text is counted once more and trimmed if the
+        # tokenizer merges across lines differently (so max_tokens holds exactly).
         candidates = list(reversed(new_lines)) + list(reversed(old_lines))
         chosen: list[str] = []
+        used = count(_HEADER)
         for ln in candidates:
-            trial = _HEADER + " " + "\n".join(reversed([*chosen, ln]))
-            if count(trial) > self.max_tokens:
+            cost = count(ln) + 1
+            if used + cost > self.max_tokens:
                 break
             chosen.append(ln)
-        text = _HEADER + " " + "\n".join(reversed(chosen)) if chosen else _HEADER
-        tokens = count(text)
+            used += cost
+        while True:
+            text = _HEADER + " " + "\n".join(reversed(chosen)) if chosen else _HEADER
+            tokens = count(text)
+            if tokens <= self.max_tokens or not chosen:
+                break
+            chosen.pop()  # the oldest line goes first
         return Message(f"{self.id_prefix}-{self.calls}", self.role, tokens, content=text)
 
 
