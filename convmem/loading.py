@@ -1,0 +1,690 @@
+"""Part 1: load a conversation page by page from a store that fails now and then (SPEC §3).
+
+``load_history(fetch_page)`` walks a paged store, oldest page first, and returns every message once,
+in conversation order. ``fetch_page(cursor) -> (list[Message], next_cursor | None)``; the first call
+passes ``None``.
+
+The walk has one exit and always ends. After each *successful* call it stops when, in this order:
+
+1. the page is empty (``"empty_page"``; with ``empty_page_ends=False`` an empty page that carries a
+   cursor is followed instead, and an empty page whose cursor is ``None`` then ends with ``"end"``);
+2. ``next_cursor`` is ``None`` (``"end"``);
+3. ``next_cursor`` was already requested at any time in this run, not just the last one, so a stuck
+   cursor (T -> T) and a cycle (A -> B -> A) both end here (``"repeated_cursor"``);
+4. a non-empty page added no message with a new id, as when a store wraps around to its first page
+   under fresh cursors (``"no_progress"``);
+5. the number of successful pages reaches ``max_pages`` (``"page_cap"``).
+
+The messages of the page that triggers the stop are kept (de-duplicated as always). Messages are
+de-duplicated by id, first occurrence kept, also within one page.
+
+Retries wrap the single call, never the walk: a failed call is retried with the same cursor by a
+``tenacity.Retrying``, so a retried page is never added twice. Only :class:`~convmem.TransientError`
+and the types in ``retry_on`` are retried; any other exception propagates at once, unretried, and
+nothing sleeps. Backoff is exponential with full jitter: the delay before the retry that follows the
+``k``-th failure of a call (``k = 0, 1, ...``) is ``random() * min(max_delay, base_delay * 2**k)``,
+drawn from the injected random source. When a call keeps failing (``attempts`` used up, or the next
+sleep would pass the ``deadline``), :class:`~convmem.PageLoadError` is raised with the cursor, the
+attempt count, the messages loaded so far, the run's :class:`LoadReport`, and the last error as
+``__cause__``; a partial history is never returned silently.
+
+Time, in seconds, is read from the injected ``clock`` and spent through the injected ``sleep``, so a
+:class:`~convmem.stores.VirtualClock` runs the whole thing with no real waiting.
+
+>>> from convmem import Message
+>>> pages = {None: (["m1", "m2"], "c1"), "c1": (["m3"], "c2"), "c2": ([], None)}
+>>> def fetch_page(cursor):
+...     ids, nxt = pages[cursor]
+...     return [Message(i, "user", 1) for i in ids], nxt
+>>> [m.id for m in load_history(fetch_page)]
+['m1', 'm2', 'm3']
+>>> messages, report = load_history_with_report(fetch_page)
+>>> report.stop_reason, report.pages, [c.cursor for c in report.calls]
+('empty_page', 3, [None, 'c1', 'c2'])
+
+Complexity: O(messages + pages) time (plus the calls the retries make) and O(messages + distinct
+cursors) memory; the report keeps one small record per call, at most ``attempts`` per page.
+"""
+
+from __future__ import annotations
+
+import math
+import random as _random
+import time
+from collections.abc import Callable, Hashable, Sequence
+from dataclasses import asdict, dataclass
+from typing import Any
+
+from tenacity import RetryCallState, RetryError, Retrying, retry_if_exception_type
+from tenacity import stop_after_attempt
+from tenacity.stop import stop_base
+
+from .errors import PageLoadError, TransientError
+from .message import Message
+
+__all__ = [
+    "CallRecord",
+    "FAILURE_ATTEMPTS",
+    "FAILURE_DEADLINE",
+    "FAILURE_ERROR",
+    "FAILURES",
+    "LoadReport",
+    "OUTCOMES",
+    "STOP_EMPTY_PAGE",
+    "STOP_END",
+    "STOP_NO_PROGRESS",
+    "STOP_PAGE_CAP",
+    "STOP_REASONS",
+    "STOP_REPEATED_CURSOR",
+    "backoff_bound",
+    "load_history",
+    "load_history_with_report",
+]
+
+# -- stop reasons, in the order they are checked ---------------------------------------------------
+
+#: The page was empty (checked first; see ``empty_page_ends``).
+STOP_EMPTY_PAGE = "empty_page"
+#: The store said there is no next page (``next_cursor is None``).
+STOP_END = "end"
+#: ``next_cursor`` was already requested in this run (stuck cursor or cycle).
+STOP_REPEATED_CURSOR = "repeated_cursor"
+#: A non-empty page brought no message with a new id (a store wrapping around).
+STOP_NO_PROGRESS = "no_progress"
+#: ``max_pages`` successful pages were loaded.
+STOP_PAGE_CAP = "page_cap"
+#: Every stop reason, in the order the rules are checked after each page.
+STOP_REASONS: tuple[str, ...] = (
+    STOP_EMPTY_PAGE,
+    STOP_END,
+    STOP_REPEATED_CURSOR,
+    STOP_NO_PROGRESS,
+    STOP_PAGE_CAP,
+)
+
+# -- why a run raised instead of stopping (LoadReport.failure) -------------------------------------
+
+#: A call failed with a retryable error ``attempts`` times: PageLoadError.
+FAILURE_ATTEMPTS = "attempts_exhausted"
+#: A call failed with a retryable error and the next sleep would pass the deadline: PageLoadError.
+FAILURE_DEADLINE = "deadline"
+#: A call raised a non-retryable error, or returned something that is not a page: it propagated.
+FAILURE_ERROR = "error"
+#: Every failure kind.
+FAILURES: tuple[str, ...] = (FAILURE_ATTEMPTS, FAILURE_DEADLINE, FAILURE_ERROR)
+
+#: CallRecord.outcome values: a page came back; a retryable error; any other error.
+OUTCOMES: tuple[str, ...] = ("ok", "transient", "error")
+
+
+def backoff_bound(k: int, base_delay: float, max_delay: float) -> float:
+    """The largest delay (seconds) full jitter may draw before the retry after the k-th failure.
+
+    ``min(max_delay, base_delay * 2**k)`` for ``k = 0, 1, ...``; never overflows for large ``k``.
+
+    >>> [backoff_bound(k, 0.1, 0.5) for k in range(4)]
+    [0.1, 0.2, 0.4, 0.5]
+    >>> backoff_bound(5000, 0.1, 10.0)
+    10.0
+    """
+    if isinstance(k, bool) or not isinstance(k, int) or k < 0:
+        raise ValueError(f"backoff_bound: k must be a non-negative int, got {k!r}")
+    _check_seconds("base_delay", base_delay)
+    _check_seconds("max_delay", max_delay)
+    if base_delay == 0:
+        return 0.0
+    # 2.0 ** 1023 is the largest power of two a float holds; past it the bound is max_delay anyway.
+    return float(min(max_delay, base_delay * 2.0 ** min(k, 1023)))
+
+
+# -- the report -----------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True, slots=True)
+class CallRecord:
+    """One call of ``fetch_page`` (one attempt), as the run saw it. Immutable.
+
+    Attributes:
+        index: 0-based position of this call in the run.
+        cursor: the cursor passed to ``fetch_page``.
+        attempt: 1-based attempt number for this cursor (retries of one call share the cursor).
+        outcome: ``"ok"`` (a page came back), ``"transient"`` (a retryable error: TransientError or
+            a ``retry_on`` type) or ``"error"`` (any other error, or a malformed return value).
+        page_size: messages on the page (0 when the call failed).
+        new_messages: messages of the page whose id was new (0 when the call failed).
+        duplicates: messages of the page skipped as already loaded (0 when the call failed).
+        next_cursor: the cursor the page pointed to (None when the call failed).
+        error: ``"TypeName: message"`` of the error, or None.
+        started_at: when the call started, in seconds since the run started, on the injected clock.
+        delay_after: the backoff sleep (seconds) after this failed call before its retry, or None
+            when no retry followed (success, non-retryable error, or the last attempt).
+    """
+
+    index: int
+    cursor: Any
+    attempt: int
+    outcome: str
+    page_size: int
+    new_messages: int
+    duplicates: int
+    next_cursor: Any
+    error: str | None
+    started_at: float
+    delay_after: float | None
+
+
+class LoadReport:
+    """What one ``load_history`` run did; the dashboard draws from it.
+
+    Pass a fresh ``LoadReport()`` as ``report=`` to have it filled (it is also on
+    ``PageLoadError.report``), or use :func:`load_history_with_report`. The loader fills it while it
+    runs; everything it exposes is read-only (sequences come back as tuples).
+
+    Attributes (read-only):
+        calls: every call, a tuple of :class:`CallRecord` in order.
+        delays: every backoff sleep, seconds, in order (one per retry).
+        pages: successful calls.
+        retries: calls that were retries of a failed call (``== len(delays)``).
+        transient_failures: calls that failed with a retryable error.
+        duplicates_skipped: messages skipped because their id was already loaded.
+        messages_loaded: distinct messages loaded.
+        stop_reason: one of :data:`STOP_REASONS`, or None while running or when the run raised.
+        failure: one of :data:`FAILURES` when the run raised, else None.
+        error: ``"TypeName: message"`` of what the run raised, else None.
+        elapsed: seconds on the injected clock from the start to the end of the run (None while
+            running).
+        finished: True once the run returned or raised.
+
+    >>> r = LoadReport()
+    >>> r.calls, r.stop_reason, r.finished
+    ((), None, False)
+    """
+
+    __slots__ = (
+        "_calls",
+        "_delays",
+        "_pages",
+        "_transient_failures",
+        "_duplicates_skipped",
+        "_messages_loaded",
+        "_stop_reason",
+        "_failure",
+        "_error",
+        "_elapsed",
+        "_started",
+    )
+
+    def __init__(self) -> None:
+        self._calls: list[CallRecord] = []
+        self._delays: list[float] = []
+        self._pages = 0
+        self._transient_failures = 0
+        self._duplicates_skipped = 0
+        self._messages_loaded = 0
+        self._stop_reason: str | None = None
+        self._failure: str | None = None
+        self._error: str | None = None
+        self._elapsed: float | None = None
+        self._started = False
+
+    calls = property(lambda self: tuple(self._calls), doc="Every call, in order (CallRecord).")
+    delays = property(lambda self: tuple(self._delays), doc="Every backoff sleep, seconds.")
+    pages = property(lambda self: self._pages, doc="Successful calls.")
+    retries = property(lambda self: len(self._delays), doc="Calls that retried a failed call.")
+    transient_failures = property(
+        lambda self: self._transient_failures, doc="Calls that failed with a retryable error."
+    )
+    duplicates_skipped = property(
+        lambda self: self._duplicates_skipped, doc="Messages skipped as already loaded."
+    )
+    messages_loaded = property(lambda self: self._messages_loaded, doc="Distinct messages loaded.")
+    stop_reason = property(lambda self: self._stop_reason, doc="One of STOP_REASONS, or None.")
+    failure = property(lambda self: self._failure, doc="One of FAILURES when the run raised.")
+    error = property(lambda self: self._error, doc="What the run raised, as 'Type: message'.")
+    elapsed = property(lambda self: self._elapsed, doc="Seconds from start to end of the run.")
+    finished = property(
+        lambda self: self._elapsed is not None, doc="True once the run returned or raised."
+    )
+
+    def to_rows(self) -> list[dict[str, Any]]:
+        """The calls as plain dicts (one per call), ready for ``pandas.DataFrame``. O(calls)."""
+        return [asdict(c) for c in self._calls]
+
+    def summary(self) -> dict[str, Any]:
+        """The counters as a plain dict (no per-call data)."""
+        return {
+            "calls": len(self._calls),
+            "pages": self._pages,
+            "retries": self.retries,
+            "transient_failures": self._transient_failures,
+            "total_delay": math.fsum(self._delays),
+            "duplicates_skipped": self._duplicates_skipped,
+            "messages_loaded": self._messages_loaded,
+            "stop_reason": self._stop_reason,
+            "failure": self._failure,
+            "error": self._error,
+            "elapsed": self._elapsed,
+        }
+
+    def __repr__(self) -> str:
+        return (
+            f"LoadReport(calls={len(self._calls)}, pages={self._pages}, retries={self.retries}, "
+            f"duplicates_skipped={self._duplicates_skipped}, "
+            f"messages_loaded={self._messages_loaded}, stop_reason={self._stop_reason!r}, "
+            f"failure={self._failure!r}, elapsed={self._elapsed!r})"
+        )
+
+
+# -- validation -----------------------------------------------------------------------------------
+
+
+def _is_number(value: Any) -> bool:
+    return isinstance(value, (int, float)) and not isinstance(value, bool)
+
+
+def _check_seconds(name: str, value: Any) -> None:
+    if not _is_number(value):
+        raise TypeError(f"{name} must be a number of seconds (int or float), got {value!r}")
+    if not math.isfinite(value) or value < 0:
+        raise ValueError(f"{name} must be a finite number of seconds >= 0, got {value!r}")
+
+
+def _check_count(name: str, value: Any) -> None:
+    if isinstance(value, bool) or not isinstance(value, int):
+        raise TypeError(f"{name} must be an int, got {value!r}")
+    if value < 1:
+        raise ValueError(f"{name} must be >= 1, got {value!r}")
+
+
+def _check_callable(name: str, value: Any) -> None:
+    if not callable(value):
+        raise TypeError(f"{name} must be callable, got {value!r}")
+
+
+def _as_random(source: Any) -> Callable[[], float]:
+    """Accept ``random.random``-like callables or ``random.Random``-like objects."""
+    if callable(source):
+        return source
+    method = getattr(source, "random", None)
+    if callable(method):
+        return method
+    raise TypeError(
+        f"random must be a callable returning a float in [0, 1) (like random.random) or an object "
+        f"with a .random() method (like random.Random(seed)), got {source!r}"
+    )
+
+
+def _describe(exc: BaseException) -> str:
+    text = str(exc)
+    return f"{type(exc).__name__}: {text}" if text else type(exc).__name__
+
+
+def _check_page(result: Any, cursor: Any) -> tuple[Sequence[Message], Hashable]:
+    """Validate what fetch_page returned; a malformed page is a store bug, never transient."""
+    if not isinstance(result, tuple) or len(result) != 2:
+        raise TypeError(
+            f"fetch_page({cursor!r}) must return a 2-tuple (list of Message, next cursor or None), "
+            f"got {result!r}"
+        )
+    page, next_cursor = result
+    if not isinstance(page, Sequence) or isinstance(page, (str, bytes)):
+        raise TypeError(
+            f"fetch_page({cursor!r}) returned a page that is not a list of Message: {page!r}"
+        )
+    for position, item in enumerate(page):
+        if not isinstance(item, Message):
+            raise TypeError(
+                f"fetch_page({cursor!r}) returned a page whose item {position} is not a Message: "
+                f"{item!r}"
+            )
+    try:
+        hash(next_cursor)
+    except TypeError:
+        raise TypeError(
+            f"fetch_page({cursor!r}) returned an unhashable next cursor {next_cursor!r}; cursors "
+            f"must be hashable (str, int, tuple, ...)"
+        ) from None
+    return page, next_cursor
+
+
+# -- tenacity strategies ---------------------------------------------------------------------------
+
+
+class _FullJitter:
+    """tenacity wait strategy: full jitter drawn from an injected random source.
+
+    After the n-th failed attempt of a call (tenacity's ``attempt_number == n``), the sleep is
+    ``random() * backoff_bound(n - 1, base, cap)``. When no retry can follow (attempts used up) it
+    returns 0 without drawing, so the random stream is consumed once per actual retry (plus once per
+    deadline check that ends the call).
+    """
+
+    def __init__(self, base: float, cap: float, rand: Callable[[], float], attempts: int) -> None:
+        self.base, self.cap, self.rand, self.attempts = base, cap, rand, attempts
+
+    def __call__(self, retry_state: RetryCallState) -> float:
+        n = retry_state.attempt_number
+        if n >= self.attempts:
+            return 0.0
+        bound = backoff_bound(n - 1, self.base, self.cap)
+        r = self.rand()
+        if not _is_number(r) or not 0 <= r <= 1:
+            raise ValueError(f"random must return a number in [0, 1], got {r!r}")
+        return float(r) * bound
+
+
+class _StopBeforeDeadline(stop_base):
+    """tenacity stop strategy: stop when the upcoming sleep would end past the deadline.
+
+    A retry is made only if ``elapsed + delay <= deadline`` where ``elapsed`` is seconds since the
+    start of ``load_history`` on the injected clock; a sleep ending exactly at the deadline is fine.
+    """
+
+    def __init__(self, deadline: float, clock: Callable[[], float], start: float) -> None:
+        self.deadline, self.clock, self.start = deadline, clock, start
+
+    def __call__(self, retry_state: RetryCallState) -> bool:
+        elapsed = self.clock() - self.start
+        return elapsed + retry_state.upcoming_sleep > self.deadline
+
+
+class _Call:
+    """Per-call state shared by the attempt function and the tenacity hooks."""
+
+    __slots__ = ("cursor", "attempt", "started_at", "exc")
+
+    def __init__(self, cursor: Any) -> None:
+        self.cursor = cursor
+        self.attempt = 0
+        self.started_at = 0.0
+        self.exc: BaseException | None = None
+
+
+# -- the loader ------------------------------------------------------------------------------------
+
+
+def load_history(
+    fetch_page: Callable[[Any], tuple[Sequence[Message], Any]],
+    *,
+    max_pages: int = 100_000,
+    empty_page_ends: bool = True,
+    attempts: int = 5,
+    base_delay: float = 0.1,
+    max_delay: float = 10.0,
+    deadline: float | None = None,
+    retry_on: tuple[type[Exception], ...] = (),
+    sleep: Callable[[float], Any] = time.sleep,
+    random: Any = _random.random,
+    clock: Callable[[], float] = time.monotonic,
+    on_event: Callable[[CallRecord], Any] | None = None,
+    report: LoadReport | None = None,
+) -> list[Message]:
+    """Load every message of a paged store, oldest first, each id once (SPEC §3).
+
+    Args:
+        fetch_page: ``fetch_page(cursor) -> (list[Message], next_cursor | None)``; called with
+            ``None`` first. Cursors must be hashable. It may raise TransientError.
+        max_pages: stop after this many successful pages (``"page_cap"``); an int >= 1.
+        empty_page_ends: an empty page ends the load (``"empty_page"``, default). With False an
+            empty page that carries a cursor is followed (for filtered stores); one whose cursor is
+            None ends with ``"end"``; the repeated-cursor rule and ``max_pages`` still bound it.
+        attempts: tries per call (the first try plus retries), an int >= 1.
+        base_delay: seconds; the jitter bound before the first retry of a call. Finite, >= 0.
+        max_delay: seconds; the jitter bound never exceeds it. Finite, >= 0.
+        deadline: seconds since the start of this run on ``clock``, or None. A failed call is
+            retried only if ``elapsed + next_delay <= deadline``; otherwise PageLoadError. The
+            deadline bounds waiting on failures only: pages that succeed are never cut off by it.
+        retry_on: extra exception types (subclasses of Exception) to retry like TransientError.
+        sleep: ``sleep(seconds)``, given to tenacity for the backoff sleeps.
+        random: the jitter source: a callable returning a float in [0, 1] (``random.random``) or an
+            object with a ``.random()`` method (``random.Random(seed)``).
+        clock: ``clock() -> seconds`` (monotonic), read for the deadline and the report times.
+        on_event: called with each :class:`CallRecord` as soon as its outcome is known (for a
+            failed call that will be retried: before the backoff sleep).
+        report: a fresh :class:`LoadReport` to fill, or None.
+
+    Returns:
+        The distinct messages in conversation order (first occurrence of each id kept).
+
+    Raises:
+        PageLoadError: a call kept failing with a retryable error (``attempts`` used up, or the next
+            sleep would pass ``deadline``). Carries ``cursor``, ``attempts``, ``loaded`` (the
+            messages so far) and ``report``; the last error is its ``__cause__``.
+        TypeError / ValueError: a bad option (names the option and the value), or ``fetch_page``
+            returned something that is not ``(list of Message, hashable cursor)`` (names the cursor
+            and what came back).
+        Exception: any non-retryable exception from ``fetch_page`` propagates at once, unretried.
+
+    >>> from convmem import Message, TransientError
+    >>> from convmem.stores import VirtualClock
+    >>> failures = [TransientError("503"), TransientError("timeout")]
+    >>> def fetch_page(cursor):
+    ...     if failures:
+    ...         raise failures.pop(0)
+    ...     return [Message("m1", "user", 3)], None
+    >>> clock = VirtualClock()
+    >>> report = LoadReport()
+    >>> [m.id for m in load_history(fetch_page, sleep=clock.sleep, clock=clock,
+    ...                             random=lambda: 0.5, report=report)]
+    ['m1']
+    >>> report.delays, report.retries, report.stop_reason
+    ((0.05, 0.1), 2, 'end')
+    >>> load_history(fetch_page, attempts=0)
+    Traceback (most recent call last):
+    ...
+    ValueError: attempts must be >= 1, got 0
+    """
+    _check_callable("fetch_page", fetch_page)
+    _check_count("max_pages", max_pages)
+    if not isinstance(empty_page_ends, bool):
+        raise TypeError(f"empty_page_ends must be a bool, got {empty_page_ends!r}")
+    _check_count("attempts", attempts)
+    _check_seconds("base_delay", base_delay)
+    _check_seconds("max_delay", max_delay)
+    if deadline is not None:
+        _check_seconds("deadline", deadline)
+    if not isinstance(retry_on, tuple):
+        raise TypeError(
+            f"retry_on must be a tuple of exception types, e.g. (TimeoutError,), got {retry_on!r}"
+        )
+    for kind in retry_on:
+        if not (isinstance(kind, type) and issubclass(kind, Exception)):
+            raise TypeError(
+                f"retry_on must hold exception types (subclasses of Exception), got {kind!r} "
+                f"in {retry_on!r}"
+            )
+    _check_callable("sleep", sleep)
+    rand = _as_random(random)
+    _check_callable("clock", clock)
+    if on_event is not None:
+        _check_callable("on_event", on_event)
+    if report is None:
+        report = LoadReport()
+    elif not isinstance(report, LoadReport):
+        raise TypeError(f"report must be a LoadReport or None, got {report!r}")
+    elif report._started:
+        raise ValueError(f"report must be a fresh LoadReport, got one already used: {report!r}")
+
+    start = clock()
+    if not _is_number(start):
+        raise TypeError(f"clock must return a number of seconds, got {start!r}")
+    report._started = True
+
+    def now() -> float:
+        return float(clock() - start)
+
+    def emit(record: CallRecord) -> None:
+        report._calls.append(record)
+        if on_event is not None:
+            on_event(record)
+
+    def failed_record(call: _Call, outcome: str, delay_after: float | None) -> CallRecord:
+        assert call.exc is not None
+        return CallRecord(
+            index=len(report._calls),
+            cursor=call.cursor,
+            attempt=call.attempt,
+            outcome=outcome,
+            page_size=0,
+            new_messages=0,
+            duplicates=0,
+            next_cursor=None,
+            error=_describe(call.exc),
+            started_at=call.started_at,
+            delay_after=delay_after,
+        )
+
+    def finish(failure: str | None, error: BaseException | None, stop_reason: str | None) -> None:
+        report._stop_reason = stop_reason
+        report._failure = failure
+        report._error = None if error is None else _describe(error)
+        report._messages_loaded = len(loaded)
+        report._elapsed = now()
+
+    retry_types: tuple[type[BaseException], ...] = (TransientError, *retry_on)
+    stop: stop_base = stop_after_attempt(attempts)
+    if deadline is not None:
+        stop = stop | _StopBeforeDeadline(deadline, clock, start)
+    current = _Call(None)
+
+    def attempt(cursor: Any) -> Any:
+        current.attempt += 1
+        current.started_at = now()
+        current.exc = None
+        try:
+            return fetch_page(cursor)
+        except BaseException as exc:
+            current.exc = exc
+            raise
+
+    def before_sleep(retry_state: RetryCallState) -> None:
+        delay = float(retry_state.upcoming_sleep)
+        report._transient_failures += 1
+        report._delays.append(delay)
+        emit(failed_record(current, "transient", delay))
+
+    retrying = Retrying(
+        stop=stop,
+        wait=_FullJitter(float(base_delay), float(max_delay), rand, attempts),
+        retry=retry_if_exception_type(retry_types),
+        sleep=sleep,
+        before_sleep=before_sleep,
+        reraise=False,
+    )
+
+    loaded: list[Message] = []
+    seen_ids: set[str] = set()
+    requested: set[Any] = set()
+    cursor: Any = None
+    stop_reason: str | None = None
+
+    try:
+        while stop_reason is None:
+            requested.add(cursor)
+            current = _Call(cursor)
+            try:
+                result = retrying(attempt, cursor)
+            except BaseException as exc:
+                if isinstance(exc, RetryError) and exc is not current.exc:
+                    # A retryable error on every allowed attempt, or the deadline: give up.
+                    last = current.exc
+                    assert last is not None
+                    report._transient_failures += 1
+                    emit(failed_record(current, "transient", None))
+                    why = FAILURE_ATTEMPTS if current.attempt >= attempts else FAILURE_DEADLINE
+                    detail = (
+                        f"{current.attempt} attempt(s)"
+                        if why == FAILURE_ATTEMPTS
+                        else f"{current.attempt} attempt(s); the next backoff would pass the "
+                        f"{deadline} s deadline"
+                    )
+                    error = PageLoadError(
+                        f"fetch_page({cursor!r}) kept failing after {detail}; "
+                        f"{len(loaded)} message(s) loaded so far; last error: {_describe(last)}",
+                        cursor=cursor,
+                        attempts=current.attempt,
+                        loaded=list(loaded),
+                        report=report,
+                    )
+                    finish(why, error, None)
+                    raise error from last
+                if exc is current.exc:
+                    # Not retryable: propagate at once, as it is.
+                    emit(failed_record(current, "error", None))
+                finish(FAILURE_ERROR, exc, None)
+                raise
+
+            try:
+                page, next_cursor = _check_page(result, cursor)
+            except TypeError as exc:
+                current.exc = exc
+                emit(failed_record(current, "error", None))
+                finish(FAILURE_ERROR, exc, None)
+                raise
+
+            new = 0
+            for message in page:
+                if message.id not in seen_ids:
+                    seen_ids.add(message.id)
+                    loaded.append(message)
+                    new += 1
+            duplicates = len(page) - new
+            report._pages += 1
+            report._duplicates_skipped += duplicates
+            report._messages_loaded = len(loaded)
+            emit(
+                CallRecord(
+                    index=len(report._calls),
+                    cursor=cursor,
+                    attempt=current.attempt,
+                    outcome="ok",
+                    page_size=len(page),
+                    new_messages=new,
+                    duplicates=duplicates,
+                    next_cursor=next_cursor,
+                    error=None,
+                    started_at=current.started_at,
+                    delay_after=None,
+                )
+            )
+
+            if not page and empty_page_ends:
+                stop_reason = STOP_EMPTY_PAGE
+            elif next_cursor is None:
+                stop_reason = STOP_END
+            elif next_cursor in requested:
+                stop_reason = STOP_REPEATED_CURSOR
+            elif page and new == 0:
+                stop_reason = STOP_NO_PROGRESS
+            elif report._pages >= max_pages:
+                stop_reason = STOP_PAGE_CAP
+            else:
+                cursor = next_cursor
+
+    except BaseException as exc:
+        # Anything not handled above (an on_event callback that raised, say) closes the report.
+        if not report.finished:
+            finish(FAILURE_ERROR, exc, None)
+        raise
+    finish(None, None, stop_reason)
+    return loaded
+
+
+def load_history_with_report(
+    fetch_page: Callable[[Any], tuple[Sequence[Message], Any]], **options: Any
+) -> tuple[list[Message], LoadReport]:
+    """``load_history`` that also returns its :class:`LoadReport`: ``(messages, report)``.
+
+    Takes the same keyword options (``report=`` may name the report to fill). On failure the
+    report is on ``PageLoadError.report``.
+
+    >>> from convmem import Message
+    >>> messages, report = load_history_with_report(lambda c: ([Message("a", "user", 1)], None))
+    >>> [m.id for m in messages], report.stop_reason, report.pages
+    (['a'], 'end', 1)
+    """
+    report = options.pop("report", None)
+    if report is None:
+        report = LoadReport()
+    messages = load_history(fetch_page, report=report, **options)
+    return messages, report
