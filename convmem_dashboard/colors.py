@@ -1,0 +1,53 @@
+"""One palette for every page, so a role or an outcome has the same colour everywhere.
+
+Colours are from the Okabe-Ito colour-blind-safe set; greys mark what is absent or dropped.
+"""
+
+from __future__ import annotations
+
+__all__ = ["ROLE_COLORS", "OUTCOME_COLORS", "REASON_COLORS", "LINE_COLORS", "role_color"]
+
+#: Message roles (legend order = convmem.ROLES).
+ROLE_COLORS: dict[str, str] = {
+    "system": "#7F7F7F",  # grey: the prompt frame
+    "user": "#0072B2",  # blue
+    "assistant": "#009E73",  # green
+    "tool": "#E69F00",  # orange
+    "summary": "#CC79A7",  # purple: a summary in the window
+}
+
+#: Outcomes of a store call and of a message's fate.
+OUTCOME_COLORS: dict[str, str] = {
+    "ok": "#009E73",
+    "transient": "#E69F00",
+    "error": "#D55E00",
+    "backoff": "#56B4E9",
+    "kept": "#009E73",
+    "dropped": "#D55E00",
+    "lost": "#D55E00",
+    "repeated": "#CC79A7",
+    "released": "#009E73",
+    "shared": "#E69F00",
+}
+
+#: Why a message was dropped (convmem.DROP_REASONS).
+REASON_COLORS: dict[str, str] = {
+    "over_limit": "#D55E00",
+    "tool_group": "#E69F00",
+    "start_on_user": "#56B4E9",
+    "too_big": "#000000",
+    "pin_moved": "#CC79A7",
+}
+
+#: Reference lines drawn on charts.
+LINE_COLORS: dict[str, str] = {
+    "limit": "#D55E00",
+    "target": "#0072B2",
+    "cap": "#D55E00",
+    "budget": "#CC79A7",
+}
+
+
+def role_color(role: str) -> str:
+    """The colour of a role; unknown roles are grey."""
+    return ROLE_COLORS.get(role, "#7F7F7F")

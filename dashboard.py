@@ -1,0 +1,20 @@
+"""convmem dashboard: `streamlit run dashboard.py`.
+
+Entry point only: page config, the data picker shared by every page, navigation.
+"""
+
+import streamlit as st
+
+from convmem_dashboard.data import dataset_picker
+
+st.set_page_config(page_title="convmem", page_icon=":material/memory:", layout="wide")
+
+pages = [
+    st.Page("pages/home.py", title="Home", icon=":material/home:", default=True),
+    st.Page("pages/flaky_store.py", title="Flaky store", icon=":material/cloud_sync:"),
+    st.Page("pages/token_budget.py", title="Token budget", icon=":material/data_usage:"),
+    st.Page("pages/listing_eviction.py", title="Listing eviction", icon=":material/shopping_cart:"),
+]
+pg = st.navigation(pages)
+dataset_picker()
+pg.run()

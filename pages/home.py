@@ -1,0 +1,73 @@
+"""Home: what convmem does, the data in use, upload of a conversation file, links to the pages."""
+
+import streamlit as st
+
+from convmem import FormatError
+from convmem_dashboard.data import MAX_UPLOAD_BYTES, current_dataset, register_upload
+
+st.title("convmem: an agent's conversation memory")
+st.markdown(
+    "convmem is the memory layer of a conversational agent. It **loads** a conversation's past "
+    "messages page by page from a store that fails now and then, **keeps** what goes to the model "
+    "under its token limit, and **forgets** whole past conversations of a shopper when they mention "
+    "too many product listings."
+)
+
+cols = st.columns(3)
+with cols[0]:
+    st.page_link("pages/flaky_store.py", label="Flaky store", icon=":material/cloud_sync:")
+    st.caption("Load a conversation through injected failures; check nothing was lost or repeated.")
+with cols[1]:
+    st.page_link("pages/token_budget.py", label="Token budget", icon=":material/data_usage:")
+    st.caption("Add messages one by one under a token limit; see what compaction drops and why.")
+with cols[2]:
+    st.page_link("pages/listing_eviction.py", label="Listing eviction", icon=":material/shopping_cart:")
+    st.caption("Cap the distinct listings a shopper's past conversations bring into context.")
+
+st.subheader("Data in use")
+dataset = current_dataset()
+st.metric("Dataset", dataset.label)
+c1, c2, c3 = st.columns(3)
+c1.metric("Conversations", f"{len(dataset.conversations):,}")
+c2.metric("Messages", f"{dataset.message_count:,}")
+c3.metric("Shoppers", f"{len({c.user_id for c in dataset.conversations if c.user_id}):,}")
+st.caption(f"Source: {dataset.note}. Pick another dataset in the sidebar.")
+
+
+def _on_upload() -> None:
+    upload = st.session_state.get("upload_file")
+    st.session_state.pop("upload_error", None)
+    if upload is None:
+        return
+    data = upload.getvalue()
+    if len(data) > MAX_UPLOAD_BYTES:
+        st.session_state["upload_error"] = (
+            f"{upload.name}: the file has {len(data):,} bytes, over the {MAX_UPLOAD_BYTES:,}-byte cap."
+        )
+        return
+    try:
+        key = register_upload(upload.name, data)
+    except FormatError as exc:
+        st.session_state["upload_error"] = str(exc)
+        return
+    st.session_state["upload_key"] = key
+    st.session_state["data"] = key
+
+
+st.subheader("Use your own conversations")
+st.file_uploader(
+    "Upload a conversation file",
+    type=["json", "jsonl", "csv"],
+    key="upload_file",
+    on_change=_on_upload,
+    help=(
+        "OpenAI chat JSON (a list of messages) or JSONL (one conversation per line), a tau-bench "
+        "run file (rows with `traj`), Anthropic Messages JSON (tool_use / tool_result blocks), or "
+        "CSV with columns id, role, tokens[, content]."
+    ),
+)
+if error := st.session_state.get("upload_error"):
+    st.error("Could not read the upload; nothing was loaded. What is wrong and where:", icon=":material/error:")
+    st.code(error, language=None, wrap_lines=True)  # user text: shown verbatim, never as markdown/HTML
+elif st.session_state.get("upload_key") == dataset.key:
+    st.success(f"Using the uploaded file: {len(dataset.conversations)} conversations.")
