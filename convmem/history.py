@@ -566,8 +566,10 @@ class History:
     ) -> list[str]:
         if not dropped:
             return []
-        if self._group_of and len(dropped) > 1:
-            dropped.sort(key=_first_seq)  # tool results dropped with a call may interleave
+        if self._keep_tool_groups and len(dropped) > 1:
+            # Tool results dropped with their call may sit after later messages: order by seq.
+            # Timsort is O(d) on the usual already-ordered list.
+            dropped.sort(key=_first_seq)
         event: SummaryEvent | None = None
         if self._summarizer is not None and trigger != TRIGGER_ARRIVAL:
             event = self._summarize([pair[0][1] for pair in dropped])
