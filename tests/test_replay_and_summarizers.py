@@ -1,0 +1,209 @@
+"""replay / context_at / sweep_limits (what the dashboard draws) and the shipped summarizers."""
+
+from __future__ import annotations
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from convmem import (
+    ExtractiveSummarizer,
+    History,
+    HistorySettings,
+    LLMSummarizer,
+    Message,
+    context_at,
+    replay,
+    sweep_limits,
+)
+from convmem.synthetic import generate_conversation
+
+
+def words(text: str) -> int:
+    return len(text.split())
+
+
+def conversation(n: int = 400, seed: int = 3) -> list[Message]:
+    return list(generate_conversation(n, seed=seed).messages)
+
+
+SETTINGS = [
+    HistorySettings(limit=3_000),
+    HistorySettings(limit=3_000, target=1_500),
+    HistorySettings.all_policies(3_000, target=2_000),
+    HistorySettings.all_policies(3_000, target=2_000, summary_budget=300),
+    HistorySettings(limit=50),
+]
+
+
+@pytest.mark.parametrize("s", SETTINGS, ids=repr)
+def test_replay_matches_a_history_driven_by_hand(s):
+    msgs = conversation()
+    r = replay(msgs, s, count_tokens=words)
+    h = s.build(count_tokens=words)
+    dropped_at: dict[str, int] = {}
+    totals = []
+    prefix_changes = 0
+    previous: list[str] = []
+    for step, m in enumerate(msgs):
+        for mid in h.add(m):
+            dropped_at[mid] = step
+        totals.append(h.total())
+        now = h.messages()
+        # The context "starts with what it started with before" unless something old went or a
+        # new summary came in.
+        kept_prefix = [x for x in previous if x in now]
+        if kept_prefix != previous:
+            prefix_changes += 1
+        previous = now
+    assert list(r.totals) == totals
+    assert r.dropped_at == tuple(dropped_at.get(m.id) for m in msgs)
+    assert [m.id for m in r.final_context] == h.messages()
+    assert r.stats.max_context == max(totals)
+    assert r.stats.mean_context == pytest.approx(sum(totals) / len(totals))
+    assert r.stats.messages_dropped == len(dropped_at)
+    assert r.stats.tokens_dropped == sum(m.tokens for m in msgs if m.id in dropped_at)
+    assert r.stats.prefix_changes == prefix_changes
+    assert all(reason is not None for reason, d in zip(r.drop_reason, r.dropped_at) if d is not None)
+
+
+def test_replay_hand_values():
+    msgs = [Message(f"m{i}", "user", 4) for i in range(5)]
+    r = replay(msgs, HistorySettings(limit=10))
+    assert r.totals == (4, 8, 8, 8, 8)
+    assert r.dropped_at == (2, 3, 4, None, None)
+    assert r.drop_reason == ("over_limit", "over_limit", "over_limit", None, None)
+    assert r.prefix_changed == (False, False, True, True, True)
+    assert (r.stats.compactions, r.stats.prefix_changes, r.stats.messages_dropped) == (3, 3, 3)
+
+
+def test_a_too_big_new_message_alone_does_not_change_the_prefix():
+    msgs = [Message("s", "system", 5), Message("big", "tool", 50), Message("u", "user", 1)]
+    r = replay(msgs, HistorySettings(limit=10, pin_system=True))
+    assert r.dropped_at == (None, 1, None) and r.drop_reason[1] == "too_big"
+    assert r.prefix_changed == (False, False, False)
+
+
+@pytest.mark.parametrize("s", SETTINGS[1:4], ids=repr)
+def test_context_at_equals_history_after_that_many_adds(s):
+    msgs = conversation(200)
+    for step in (0, 57, 199):
+        h = s.build(count_tokens=words)
+        for m in msgs[: step + 1]:
+            h.add(m)
+        assert context_at(msgs, s, step, count_tokens=words) == h.context()
+
+
+def test_context_at_rejects_steps_out_of_range():
+    msgs = conversation(10)
+    with pytest.raises(ValueError, match="step must be in \\[0, 9\\], got 10"):
+        context_at(msgs, HistorySettings(limit=100), 10)
+    with pytest.raises(TypeError, match="step must be an int"):
+        context_at(msgs, HistorySettings(limit=100), "3")
+
+
+def test_replay_rejects_duplicate_ids_and_non_messages():
+    with pytest.raises(ValueError, match="messages\\[1\\].id 'a' repeats messages\\[0\\]"):
+        replay([Message("a", "user", 1), Message("a", "user", 1)], HistorySettings(limit=5))
+    with pytest.raises(TypeError, match="messages\\[0\\] must be a Message"):
+        replay(["a"], HistorySettings(limit=5))
+    with pytest.raises(TypeError, match="HistorySettings"):
+        replay([], {"limit": 5})
+
+
+def test_sweep_rows_equal_single_replays():
+    msgs = conversation(300)
+    base = HistorySettings.all_policies(4_000, target=2_000)
+    rows = sweep_limits(msgs, base, [1_000, 2_000, 4_000], count_tokens=words)
+    assert [row.limit for row in rows] == [1_000, 2_000, 4_000]
+    for row in rows:
+        s = HistorySettings.all_policies(row.limit, target=row.limit // 2)
+        assert row.stats == replay(msgs, s, count_tokens=words).stats
+    # base rules keep the longest suffix that fits, so a bigger limit never drops more messages
+    # (compaction counts need not be monotonic: each add past the limit is one compaction)
+    plain = sweep_limits(msgs, HistorySettings(limit=1_000), [500, 1_000, 2_000, 4_000])
+    dropped = [row.stats.messages_dropped for row in plain]
+    assert dropped == sorted(dropped, reverse=True) and dropped[0] > dropped[-1]
+
+
+# ----------------------------------------------------------------------------- summarizers
+
+
+def test_extractive_summary_keeps_newest_lines_and_fits():
+    s = ExtractiveSummarizer(max_tokens=12, count_tokens=words)
+    dropped = [
+        Message("u1", "user", 5, content="first question about kettles"),
+        Message("a1", "assistant", 5, content="an answer"),
+        Message("u2", "user", 5, content="second question"),
+    ]
+    out = s(None, dropped)
+    assert out.content == "Earlier: assistant: an answer\nuser: second question"
+    assert out.tokens == words(out.content) <= 12
+    assert (out.id, out.role) == ("summary-1", "system")
+    # the previous summary's lines come after the new ones in priority, and are kept if room
+    again = ExtractiveSummarizer(max_tokens=40, count_tokens=words)
+    first = again(None, dropped[:1])
+    second = again(first, dropped[1:])
+    assert second.content.splitlines() == [
+        "Earlier: user: first question about kettles",
+        "assistant: an answer",
+        "user: second question",
+    ]
+    assert second.id == "summary-2"
+
+
+def test_extractive_summary_never_called_with_nothing_and_validates():
+    with pytest.raises(ValueError, match="no dropped messages"):
+        ExtractiveSummarizer(max_tokens=5, count_tokens=words)(None, [])
+    with pytest.raises(ValueError, match="max_tokens .*-1"):
+        ExtractiveSummarizer(max_tokens=-1)
+    with pytest.raises(ValueError, match="role .*'boss'"):
+        ExtractiveSummarizer(max_tokens=5, role="boss")
+
+
+@settings(max_examples=200, deadline=None)
+@given(
+    texts=st.lists(st.text(alphabet="ab c\n", max_size=60), min_size=1, max_size=12),
+    budget=st.integers(min_value=1, max_value=40),
+)
+def test_extractive_summary_never_exceeds_its_budget(texts, budget):
+    s = ExtractiveSummarizer(max_tokens=budget, count_tokens=words)
+    previous = None
+    for i in range(0, len(texts), 3):
+        dropped = [Message(f"m{i}_{j}", "user", 1, content=t) for j, t in enumerate(texts[i : i + 3])]
+        previous = s(previous, dropped)
+        assert previous.tokens == words(previous.content) <= budget
+
+
+def test_history_never_stores_a_summary_over_budget():
+    calls = []
+
+    def greedy(previous, dropped):
+        calls.append([m.id for m in dropped])
+        return Message(f"s{len(calls)}", "system", 3 if len(calls) == 1 else 50)
+
+    h = History(10, summarizer=greedy, summary_budget=4)
+    for i in range(8):
+        h.add(Message(f"u{i}", "user", 3))
+    assert h.summary.id == "s1"  # the second (50 tokens) was rejected, the first stays
+    rejected = [c.summary for c in h.compactions if c.summary and not c.summary.accepted]
+    assert rejected and "over the summary_budget of 4" in rejected[0].reason
+    assert h.total() <= 10
+    assert all(calls)  # never called with nothing
+
+
+def test_llm_summarizer_prompt_and_result():
+    prompts = []
+
+    def complete(prompt: str) -> str:
+        prompts.append(prompt)
+        return "The user wants a refund for order W1."
+
+    s = LLMSummarizer(complete, max_tokens=30, count_tokens=words)
+    prev = Message("summary-0", "system", 3, content="User is Ann.")
+    out = s(prev, [Message("u1", "user", 4, content="refund order W1 please")])
+    assert "at most 30 tokens" in prompts[0]
+    assert "User is Ann." in prompts[0] and "user: refund order W1 please" in prompts[0]
+    assert (out.content, out.tokens, out.id) == ("The user wants a refund for order W1.", 8, "summary-1")
+    with pytest.raises(TypeError, match="must return a str"):
+        LLMSummarizer(lambda p: None, max_tokens=5, count_tokens=words)(None, [prev])
