@@ -6,6 +6,7 @@ Entry point only: page config, the data picker shared by every page, navigation.
 import streamlit as st
 
 from convmem_dashboard.data import dataset_picker
+from convmem_dashboard.entry import mark_entry
 
 st.set_page_config(page_title="convmem", page_icon=":material/memory:", layout="wide")
 
@@ -17,4 +18,5 @@ pages = [
 ]
 pg = st.navigation(pages)
 dataset_picker()
+mark_entry()
 pg.run()

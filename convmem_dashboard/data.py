@@ -154,18 +154,22 @@ def dataset_picker() -> Dataset:
     keys = available_keys()
     if st.session_state.get(_DATA_KEY) not in keys:
         st.session_state.pop(_DATA_KEY, None)
+    # No format_func: a URL-bound selectbox writes the *shown* option into the URL, so the
+    # options are the plain keys and the friendly label goes in the caption below.
     key = st.sidebar.selectbox(
         "Data in use",
         keys,
-        format_func=_label,
         key=_DATA_KEY,
         bind="query-params",
-        help="Upload your own file on the Home page. The choice is kept in the URL.",
+        help=(
+            "sample: bundled shoppers · retail: real tau-bench run · synthetic-N: one generated "
+            "conversation of N messages · upload: your file (Home page). Kept in the URL."
+        ),
     )
     dataset = get_dataset(key)
     st.sidebar.caption(
-        f"{len(dataset.conversations):,} conversations · {dataset.message_count:,} messages · "
-        f"tokens: {default_counter().name}"
+        f"{dataset.label}: {len(dataset.conversations):,} conversations · "
+        f"{dataset.message_count:,} messages · tokens: {default_counter().name}"
     )
     return dataset
 

@@ -4,6 +4,9 @@ import streamlit as st
 
 from convmem import FormatError
 from convmem_dashboard.data import MAX_UPLOAD_BYTES, current_dataset, register_upload
+from convmem_dashboard.entry import require_entry
+
+require_entry()
 
 st.title("convmem: an agent's conversation memory")
 st.markdown(

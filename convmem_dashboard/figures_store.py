@@ -1,0 +1,152 @@
+"""Figures of the Flaky store page: pure builders (plain data in, plotly Figure out; no streamlit).
+
+:func:`call_timeline` draws a run's call log on the virtual clock: x is the time a call started
+(seconds), y is the page request it belongs to (a request and its retries share a row, first
+request at the top). Each call is one marker coloured by outcome (ok / transient / error); each
+backoff sleep is a horizontal segment from the failed call to its retry. Calls take no time on the
+virtual clock, so only backoff moves a row to the right. Hover shows the cursor, the attempt, the
+injected fault and what the page brought; text from the data is escaped ('<' never reaches plotly
+as markup).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+import numpy as np
+import plotly.graph_objects as go
+
+from .colors import OUTCOME_COLORS
+
+__all__ = ["WEBGL_THRESHOLD", "call_timeline", "escape", "timeline_extent"]
+
+#: Above this many points a trace is drawn with WebGL (go.Scattergl).
+WEBGL_THRESHOLD = 2_000
+
+_OUTCOME_LABELS = {"ok": "ok (page served)", "transient": "transient failure", "error": "error"}
+_SYMBOLS = {"ok": "circle", "transient": "x", "error": "diamond"}
+
+
+def escape(text: Any) -> str:
+    """Text safe for plotly hover/labels: '&', '<' and '>' become entities."""
+    return str(text).replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;")
+
+
+def _hover(row: Mapping[str, Any]) -> str:
+    lines = [
+        f"call #{row['index']} · request {row['request']} · attempt {row['attempt']}",
+        f"cursor: {escape(row['cursor'])}",
+        f"outcome: <b>{escape(row['outcome'])}</b>",
+        f"injected fault: {escape(row['fault'] or 'none')}",
+        f"at: {row['started_at']:.3f} s",
+    ]
+    if row["outcome"] == "ok":
+        lines.append(
+            f"page: {row['page_size']} msg ({row['new_messages']} new, {row['duplicates']} dup)"
+        )
+        lines.append(f"next cursor: {escape(row['next_cursor'])}")
+    if row.get("error"):
+        lines.append(f"error: {escape(row['error'])[:160]}")
+    if row["delay_after"] is not None:
+        lines.append(f"backoff: {row['delay_after']:.3f} s, then retry")
+    return "<br>".join(lines)
+
+
+def timeline_extent(calls: Sequence[Mapping[str, Any]]) -> tuple[float, int]:
+    """(last virtual second any call or backoff reaches, number of page requests) of a run."""
+    end = max((c["started_at"] + (c["delay_after"] or 0.0) for c in calls), default=0.0)
+    return end, (calls[-1]["request"] if calls else 1)
+
+
+def call_timeline(
+    calls: Sequence[Mapping[str, Any]],
+    *,
+    title: str | None = None,
+    extent: tuple[float, int] | None = None,
+) -> go.Figure:
+    """The call timeline of one run.
+
+    Args:
+        calls: one mapping per call with the keys of ``tables_store.FlakyRun.calls`` (index,
+            request, cursor, attempt, outcome, fault, error, started_at, delay_after, page_size,
+            new_messages, duplicates, next_cursor).
+        title: the figure title, or None.
+        extent: fix the axes to ``(seconds, requests)`` (:func:`timeline_extent` of the whole
+            run), so stepping through a prefix of the calls fills the picture in without
+            rescaling it; None fits the axes to ``calls``.
+
+    Traces: one marker trace per outcome present, named by outcome (``meta`` holds the outcome
+    key), then one "backoff" line trace whose segments are the sleeps. Marker counts add up to
+    ``len(calls)``. WebGL traces above :data:`WEBGL_THRESHOLD` calls.
+    """
+    big = len(calls) > WEBGL_THRESHOLD
+    scatter = go.Scattergl if big else go.Scatter
+    fig = go.Figure()
+    by_outcome: dict[str, list[Mapping[str, Any]]] = {}
+    for row in calls:
+        by_outcome.setdefault(row["outcome"], []).append(row)
+    for outcome in ["ok", "transient", "error", *sorted(set(by_outcome) - set(_SYMBOLS))]:
+        rows = by_outcome.get(outcome)
+        if not rows:
+            continue
+        fig.add_trace(
+            scatter(
+                # numpy arrays: plotly validates lists item by item (slow at 10^4+ calls).
+                x=np.fromiter((r["started_at"] for r in rows), float, len(rows)),
+                y=np.fromiter((r["request"] for r in rows), int, len(rows)),
+                mode="markers",
+                name=_OUTCOME_LABELS.get(outcome, outcome),
+                meta=outcome,
+                marker={
+                    "color": OUTCOME_COLORS.get(outcome, "#7F7F7F"),
+                    "symbol": _SYMBOLS.get(outcome, "circle"),
+                    "size": 6 if big else 10,
+                    "line": {"width": 0 if big else 1, "color": "white"},
+                },
+                hovertext=np.array([_hover(r) for r in rows], dtype=object),
+                hoverinfo="text",
+            )
+        )
+    xs: list[float | None] = []
+    ys: list[int | None] = []
+    for row in calls:
+        delay = row["delay_after"]
+        if delay is None:
+            continue
+        xs += [row["started_at"], row["started_at"] + delay, None]
+        ys += [row["request"], row["request"], None]
+    if xs:
+        fig.add_trace(
+            scatter(
+                x=np.array(xs, dtype=float),  # None -> NaN: a gap between segments
+                y=np.array(ys, dtype=float),
+                mode="lines",
+                name="backoff sleep",
+                meta="backoff",
+                line={"color": OUTCOME_COLORS["backoff"], "width": 3},
+                hoverinfo="skip",
+            )
+        )
+    fig.update_layout(
+        title=title,
+        xaxis_title="virtual time since the load started (s)",
+        yaxis_title="page request (retries share a row)",
+        legend={"orientation": "h", "yanchor": "bottom", "y": 1.02, "x": 0},
+        margin={"l": 10, "r": 10, "t": 40 if title is None else 70, "b": 10},
+        hovermode="closest",
+    )
+    end, rows = extent if extent is not None else timeline_extent(calls)
+    fig.update_layout(height=max(280, min(640, 120 + 24 * rows)))
+    if rows <= 30:
+        fig.update_yaxes(range=[rows + 0.5, 0.5], dtick=1, tickformat="d")
+    elif extent is not None:
+        fig.update_yaxes(range=[rows + 0.5, 0.5], tickformat="d")
+    else:
+        fig.update_yaxes(autorange="reversed", tickformat="d")
+    if extent is not None:
+        pad = max(end * 0.03, 0.005)
+        fig.update_xaxes(range=[-pad, end + pad], zeroline=True)
+    else:
+        fig.update_xaxes(rangemode="tozero", zeroline=True)
+    return fig

@@ -1,0 +1,448 @@
+"""The Flaky store page's data: one simulated load as plain values, and the tables built from it.
+
+Pure (no streamlit): the page caches :func:`run_simulation` by plain values (dataset key,
+conversation id, settings tuples) and draws from the :class:`FlakyRun` it returns.
+
+A run wraps the conversation's messages in ``FlakyStore(PagedStore(messages, page_size), faults)``
+on a :class:`~convmem.VirtualClock` and calls :func:`convmem.load_history` with the store's own
+jitter source (``store.rng_for_jitter()``), so the same settings always give the same run, and
+changing only the retry settings never changes which calls fail. The store and the loader see the
+same calls in the same order, so the store's per-call record (which fault was injected) is joined
+to the loader's :class:`~convmem.CallRecord` by position.
+
+>>> from convmem import FaultConfig, Message
+>>> msgs = [Message(f"m{i}", "user", 1) for i in range(6)]
+>>> run = run_simulation(msgs, 2, FaultConfig(empty_page=1), LoadSettings())
+>>> run.stop_reason, run.loaded_ids, run.lost_ids
+('empty_page', ('m0', 'm1'), ('m2', 'm3', 'm4', 'm5'))
+>>> [(c["cursor"], c["outcome"], c["fault"]) for c in run.calls]
+[('None', 'ok', ''), ('e2', 'ok', 'empty_page')]
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import pandas as pd
+
+from convmem import (
+    FaultConfig,
+    FlakyStore,
+    LoadReport,
+    Message,
+    PageLoadError,
+    PagedStore,
+    VirtualClock,
+    compare_to_truth,
+    load_history,
+)
+from convmem.stores import FAULT_EFFECTS, FAULT_NAMES, FAULT_TRANSIENT
+
+__all__ = [
+    "FlakyRun",
+    "LoadSettings",
+    "OUTCOMES",
+    "STOP_WORDS",
+    "call_table",
+    "explain_stop",
+    "fault_outcome_table",
+    "failure_message",
+    "run_simulation",
+    "step_state",
+    "truth_table",
+]
+
+#: Call outcomes, in legend order (convmem.loading.OUTCOMES).
+OUTCOMES: tuple[str, ...] = ("ok", "transient", "error")
+
+#: Each stop reason in words (what the store did and why the loader stopped there).
+STOP_WORDS: dict[str, str] = {
+    "empty_page": (
+        "The store returned an empty page, and an empty page ends the load (empty_page_ends is "
+        "on). Any page after it was never requested."
+    ),
+    "end": (
+        "The store said there is no next page (its next cursor was None): the walk reached the "
+        "end of the conversation."
+    ),
+    "repeated_cursor": (
+        "The store pointed to a cursor the loader had already requested (a stuck cursor T -> T or "
+        "a cycle A -> B -> A). Following it would loop forever, so the loader stopped."
+    ),
+    "no_progress": (
+        "A non-empty page brought no message the loader did not already have: the store wrapped "
+        "around to its start under fresh cursors, so the loader stopped."
+    ),
+    "page_cap": "The loader reached its max_pages cap.",
+}
+
+
+@dataclass(frozen=True)
+class LoadSettings:
+    """load_history's retry options for a simulated run (seconds on the virtual clock)."""
+
+    attempts: int = 5
+    base_delay: float = 0.1
+    max_delay: float = 2.0
+    deadline: float | None = None
+    empty_page_ends: bool = True
+
+
+@dataclass(frozen=True)
+class FlakyRun:
+    """One simulated load, as plain picklable values (what the page caches and draws).
+
+    Attributes:
+        truth: the conversation's messages as ``(id, role, tokens)``, in order.
+        page_size: messages per page.
+        calls: one dict per call (see :func:`_call_rows` for the keys), in order.
+        summary: ``LoadReport.summary()`` of the run.
+        stop_reason: one of convmem's STOP_REASONS, or None when the run raised.
+        failure: ``"attempts_exhausted"`` / ``"deadline"`` / ``"error"`` when the run raised.
+        error: the raised error as ``{cursor, attempts, loaded, kind, message, last_error}``.
+        loaded_ids: what the load returned (or, when it raised, what it had loaded).
+        lost_ids, repeated_ids, extra_ids, out_of_order: the diff against the truth.
+        explanation: FlakyStore.explain_loss in one sentence.
+        configured: the faults the settings inject (names), fired: those that showed up.
+    """
+
+    truth: tuple[tuple[str, str, int], ...]
+    page_size: int
+    calls: tuple[dict[str, Any], ...]
+    summary: dict[str, Any]
+    stop_reason: str | None
+    failure: str | None
+    error: dict[str, Any] | None
+    loaded_ids: tuple[str, ...]
+    lost_ids: tuple[str, ...]
+    repeated_ids: tuple[str, ...]
+    extra_ids: tuple[str, ...]
+    out_of_order: bool
+    explanation: str
+    configured: tuple[str, ...]
+    fired: tuple[str, ...]
+    empty_page_ends: bool
+
+    @property
+    def ok(self) -> bool:
+        """Nothing lost, repeated, extra or out of order, and the run did not raise."""
+        return self.error is None and not (
+            self.lost_ids or self.repeated_ids or self.extra_ids or self.out_of_order
+        )
+
+
+def _show_cursor(cursor: Any) -> str:
+    return "None" if cursor is None else str(cursor)
+
+
+def _call_rows(report: LoadReport, store: FlakyStore) -> list[dict[str, Any]]:
+    """Join the loader's calls with the store's (same calls, same order) into plain dicts.
+
+    Keys: index, request (1-based number of the page request; retries share it), cursor, attempt,
+    outcome, fault, error, started_at, delay_after, page_size, new_messages, duplicates,
+    next_cursor, loaded_after (distinct messages loaded once this call was done).
+    """
+    store_calls = store.calls
+    rows = []
+    request = 0
+    loaded = 0
+    for i, call in enumerate(report.calls):
+        if call.attempt == 1:
+            request += 1
+        loaded += call.new_messages
+        fault = store_calls[i].fault if i < len(store_calls) else None
+        rows.append(
+            {
+                "index": call.index,
+                "request": request,
+                "cursor": _show_cursor(call.cursor),
+                "attempt": call.attempt,
+                "outcome": call.outcome,
+                "fault": fault or "",
+                "error": call.error or "",
+                "started_at": call.started_at,
+                "delay_after": call.delay_after,
+                "page_size": call.page_size,
+                "new_messages": call.new_messages,
+                "duplicates": call.duplicates,
+                "next_cursor": _show_cursor(call.next_cursor) if call.outcome == "ok" else "",
+                "loaded_after": loaded,
+            }
+        )
+    return rows
+
+
+def run_simulation(
+    messages: Sequence[Message], page_size: int, faults: FaultConfig, settings: LoadSettings
+) -> FlakyRun:
+    """Load ``messages`` through a seeded FlakyStore on a virtual clock; never raises for a
+    failed load (a PageLoadError becomes ``FlakyRun.error``).
+
+    Raises:
+        TypeError / ValueError: bad settings (from PagedStore, FlakyStore or load_history), e.g.
+            ``overlap >= page_size``; the message names the field and value.
+
+    O(messages + calls).
+    """
+    clock = VirtualClock()
+    store = FlakyStore(PagedStore(messages, page_size), faults, clock=clock)
+    report = LoadReport()
+    error: dict[str, Any] | None = None
+    try:
+        loaded = load_history(
+            store,
+            attempts=settings.attempts,
+            base_delay=settings.base_delay,
+            max_delay=settings.max_delay,
+            deadline=settings.deadline,
+            empty_page_ends=settings.empty_page_ends,
+            sleep=clock.sleep,
+            clock=clock,
+            random=store.rng_for_jitter(),
+            report=report,
+        )
+    except PageLoadError as exc:
+        loaded = list(exc.loaded)
+        cause = exc.__cause__
+        error = {
+            "kind": "PageLoadError",
+            "cursor": _show_cursor(exc.cursor),
+            "attempts": exc.attempts,
+            "loaded": len(exc.loaded),
+            "message": str(exc),
+            "last_error": f"{type(cause).__name__}: {cause}" if cause is not None else "",
+        }
+    except (ValueError, TypeError) as exc:
+        # A store bug surfaced by the loader (e.g. an unknown cursor); keep what the report saw.
+        loaded = []
+        error = {
+            "kind": type(exc).__name__,
+            "cursor": "",
+            "attempts": 0,
+            "loaded": report.messages_loaded,
+            "message": str(exc),
+            "last_error": "",
+        }
+    truth = store.truth or []
+    diff = compare_to_truth(loaded, truth)
+    configured = ((FAULT_TRANSIENT,) if faults.failure_rate > 0 else ()) + faults.walk_faults
+    return FlakyRun(
+        truth=tuple((m.id, m.role, m.tokens) for m in truth),
+        page_size=page_size,
+        calls=tuple(_call_rows(report, store)),
+        summary=report.summary(),
+        stop_reason=report.stop_reason,
+        failure=report.failure,
+        error=error,
+        loaded_ids=tuple(m.id for m in loaded),
+        lost_ids=diff.lost,
+        repeated_ids=diff.repeated,
+        extra_ids=diff.extra,
+        out_of_order=diff.out_of_order,
+        explanation=store.explain_loss(loaded, empty_page_ends=settings.empty_page_ends),
+        configured=configured,
+        fired=store.fired,
+        empty_page_ends=settings.empty_page_ends,
+    )
+
+
+# -- words ------------------------------------------------------------------------------------------
+
+
+def explain_stop(run: FlakyRun) -> str:
+    """Why the run ended, in words, naming the call that ended it."""
+    if run.error is not None:
+        return failure_message(run)
+    last = run.calls[-1] if run.calls else None
+    words = STOP_WORDS.get(run.stop_reason or "", f"Stopped: {run.stop_reason}.")
+    if last is None:
+        return words
+    where = f"Call #{last['index']} (cursor {last['cursor']}"
+    if run.stop_reason == "repeated_cursor":
+        where += f", next cursor {last['next_cursor']}"
+    where += ")"
+    return f"{where}: {words}"
+
+
+def failure_message(run: FlakyRun) -> str:
+    """A PageLoadError (or another raised error) as a readable sentence, no traceback."""
+    err = run.error
+    if err is None:
+        return ""
+    if err["kind"] != "PageLoadError":
+        return f"The load stopped with {err['kind']}: {err['message']}"
+    why = (
+        "the next backoff would pass the deadline"
+        if run.failure == "deadline"
+        else "every allowed attempt failed"
+    )
+    return (
+        f"The page at cursor {err['cursor']} kept failing: {why} after {err['attempts']} "
+        f"attempt(s). {err['loaded']} of {len(run.truth)} messages were loaded before it; a caller "
+        f"keeps them and can resume from cursor {err['cursor']}. load_history raised PageLoadError "
+        f"instead of returning a partial history. Last error: {err['last_error']}"
+    )
+
+
+# -- tables -----------------------------------------------------------------------------------------
+
+
+def call_table(run: FlakyRun, upto: int | None = None) -> pd.DataFrame:
+    """The call log as a table (first ``upto`` calls; all when None), one row per call."""
+    rows = run.calls if upto is None else run.calls[:upto]
+    columns = [
+        "index", "request", "cursor", "attempt", "outcome", "fault", "started_at", "delay_after",
+        "page_size", "new_messages", "duplicates", "next_cursor", "loaded_after", "error",
+    ]
+    frame = pd.DataFrame(list(rows), columns=columns)
+    return frame.rename(
+        columns={
+            "index": "call #",
+            "started_at": "at (s)",
+            "delay_after": "backoff after (s)",
+            "page_size": "page size",
+            "new_messages": "new",
+            "loaded_after": "loaded so far",
+            "next_cursor": "next cursor",
+        }
+    )
+
+
+def fault_outcome_table(run: FlakyRun, upto: int | None = None) -> pd.DataFrame:
+    """Injected faults against call outcomes: one row per fault (configured or fired) plus
+    "(no fault)", columns ok / transient / error / calls and the fault's effect on a load.
+
+    A call showing two faults (``wrap_around+overlap``) counts in both rows.
+    """
+    rows = run.calls if upto is None else run.calls[:upto]
+    names = [n for n in FAULT_NAMES if n in run.configured or n in run.fired]
+    counts: dict[str, dict[str, int]] = {n: dict.fromkeys(OUTCOMES, 0) for n in names}
+    counts["(no fault)"] = dict.fromkeys(OUTCOMES, 0)
+    for row in rows:
+        faults = row["fault"].split("+") if row["fault"] else ["(no fault)"]
+        for name in faults:
+            counts.setdefault(name, dict.fromkeys(OUTCOMES, 0))
+            counts[name][row["outcome"]] = counts[name].get(row["outcome"], 0) + 1
+    records = []
+    for name, by_outcome in counts.items():
+        effect = FAULT_EFFECTS.get(name, "")
+        if name == "(no fault)":
+            effect = "calls served as the store would without injection"
+        records.append(
+            {
+                "fault": name,
+                **{o: by_outcome.get(o, 0) for o in OUTCOMES},
+                "calls": sum(by_outcome.values()),
+                "effect on a load": effect,
+            }
+        )
+    return pd.DataFrame(records, columns=["fault", *OUTCOMES, "calls", "effect on a load"])
+
+
+def truth_table(run: FlakyRun, *, only_problems: bool = False) -> pd.DataFrame:
+    """Every truth message with its fate (loaded / lost / repeated), plus any extra id.
+
+    Columns: position (1-based in the truth), id, role, tokens, status, why. Built column-wise:
+    O(truth) with no per-row dict (10^5 rows in a few tens of ms).
+    """
+    columns = ["position", "id", "role", "tokens", "status", "why"]
+    loaded = set(run.loaded_ids)
+    repeated = set(run.repeated_ids)
+    if run.error is not None:
+        lost_why = f"not reached: the load raised at cursor {run.error['cursor']}"
+    else:
+        lost_why = f"after the load stopped ({run.stop_reason})"
+    fate = {"loaded": "", "lost": lost_why, "repeated": "loaded more than once"}
+    status = [
+        "repeated" if id_ in repeated else "loaded" if id_ in loaded else "lost"
+        for id_, _role, _tokens in run.truth
+    ]
+    keep = [i for i, st_ in enumerate(status) if st_ != "loaded"] if only_problems else None
+    picked = run.truth if keep is None else [run.truth[i] for i in keep]
+    status = status if keep is None else [status[i] for i in keep]
+    positions = list(range(1, len(run.truth) + 1)) if keep is None else [i + 1 for i in keep]
+    frame = pd.DataFrame(
+        {
+            "position": positions,
+            "id": [t[0] for t in picked],
+            "role": [t[1] for t in picked],
+            "tokens": [t[2] for t in picked],
+            "status": status,
+            "why": [fate[x] for x in status],
+        },
+        columns=columns,
+    )
+    if run.extra_ids:
+        extra = pd.DataFrame(
+            {
+                "position": [None] * len(run.extra_ids),
+                "id": list(run.extra_ids),
+                "role": [""] * len(run.extra_ids),
+                "tokens": [None] * len(run.extra_ids),
+                "status": ["extra"] * len(run.extra_ids),
+                "why": ["not in the store's truth"] * len(run.extra_ids),
+            },
+            columns=columns,
+        )
+        frame = pd.concat([frame, extra], ignore_index=True)
+    return frame
+
+
+def step_state(run: FlakyRun, upto: int) -> dict[str, Any]:
+    """Counters after the first ``upto`` calls (1-based; clamped), and what the loader did next.
+
+    Keys: calls, pages, retries, transient, duplicates, loaded, at (virtual seconds when the
+    last shown call started, plus its backoff), last (the last shown call's row or None),
+    next (one sentence: what the loader does after that call), done (the run has no more calls).
+    """
+    n = len(run.calls)
+    upto = max(0, min(upto, n))
+    rows = run.calls[:upto]
+    pages = sum(1 for r in rows if r["outcome"] == "ok")
+    retries = sum(1 for r in rows if r["delay_after"] is not None)
+    transient = sum(1 for r in rows if r["outcome"] == "transient")
+    duplicates = sum(r["duplicates"] for r in rows)
+    loaded = rows[-1]["loaded_after"] if rows else 0
+    last = rows[-1] if rows else None
+    done = upto >= n
+    if last is None:
+        nxt = "The loader will request the first page (cursor None)."
+        at = 0.0
+    else:
+        at = last["started_at"] + (last["delay_after"] or 0.0)
+        if last["outcome"] == "transient" and last["delay_after"] is not None:
+            nxt = (
+                f"Call failed ({last['fault'] or 'transient'}): back off {last['delay_after']:.3f} s "
+                f"on the virtual clock, then retry cursor {last['cursor']} (attempt "
+                f"{last['attempt'] + 1})."
+            )
+        elif last["outcome"] == "ok" and not done:
+            nxt = (
+                f"Page of {last['page_size']} message(s): {last['new_messages']} new, "
+                f"{last['duplicates']} duplicate(s) skipped; next request: cursor "
+                f"{last['next_cursor']}."
+            )
+        elif done and run.error is not None:
+            nxt = failure_message(run)
+        elif done:
+            nxt = (
+                f"Page of {last['page_size']} message(s): {last['new_messages']} new, "
+                f"{last['duplicates']} duplicate(s) skipped. {explain_stop(run)}"
+            )
+        else:  # pragma: no cover - an error outcome is always the last call
+            nxt = f"Call ended with {last['outcome']}."
+    return {
+        "calls": upto,
+        "pages": pages,
+        "retries": retries,
+        "transient": transient,
+        "duplicates": duplicates,
+        "loaded": loaded,
+        "at": at if math.isfinite(at) else 0.0,
+        "last": last,
+        "next": nxt,
+        "done": done,
+    }

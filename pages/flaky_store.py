@@ -1,0 +1,274 @@
+"""Flaky store: load a real conversation page by page through injected faults, on a virtual clock.
+
+Widgets in (every setting bound to the URL), one cached simulation (keyed by plain values), figures
+and tables from pure builders out. A PageLoadError is shown as a readable message, never a
+traceback; user text is shown with st.dataframe / st.code only.
+"""
+
+from __future__ import annotations
+
+import streamlit as st
+
+from convmem import FaultConfig
+from convmem_dashboard.data import current_dataset, get_dataset
+from convmem_dashboard.figures_store import call_timeline, timeline_extent
+from convmem_dashboard.tables_store import (
+    FlakyRun,
+    LoadSettings,
+    call_table,
+    explain_stop,
+    failure_message,
+    fault_outcome_table,
+    run_simulation,
+    step_state,
+    truth_table,
+)
+from convmem_dashboard.entry import require_entry
+
+require_entry()
+
+URL = {"bind": "query-params"}
+
+
+# cache_resource, not cache_data: a run over 10^5 messages is megabytes, and cache_data would
+# unpickle a fresh copy on every rerun. The FlakyRun is never mutated, so sharing it is safe.
+@st.cache_resource(show_spinner="Simulating the load…", max_entries=16)
+def simulate(
+    dataset_key: str,
+    conversation_id: str,
+    page_size: int,
+    faults: tuple,
+    load: tuple,
+) -> FlakyRun:
+    """One seeded run, cached by plain values (never by the messages themselves)."""
+    messages = get_dataset(dataset_key).conversation(conversation_id).messages
+    return run_simulation(messages, page_size, FaultConfig(*faults), LoadSettings(*load))
+
+
+@st.cache_data(show_spinner=False, max_entries=16)
+def conversation_choices(dataset_key: str) -> tuple[tuple[str, ...], dict[str, int], int]:
+    """Conversation ids, their message counts, and the default (the longest, first on a tie)."""
+    convs = get_dataset(dataset_key).conversations
+    ids = tuple(c.id for c in convs)
+    sizes = {c.id: len(c.messages) for c in convs}
+    default = max(range(len(ids)), key=lambda i: (sizes[ids[i]], -i)) if ids else 0
+    return ids, sizes, default
+
+
+st.title("Flaky store")
+st.caption(
+    "A simulated store serves one conversation page by page and misbehaves on purpose. "
+    "convmem.load_history retries failed calls with backoff on a virtual clock (no real waiting) "
+    "and must return every message once, in order — or say exactly why it could not."
+)
+
+dataset = current_dataset()
+ids, sizes, default_index = conversation_choices(dataset.key)
+if not ids:
+    st.info("The dataset in use has no conversation. Pick another one in the sidebar.")
+    st.stop()
+
+conv_id = st.selectbox(
+    "Conversation",
+    ids,
+    index=default_index,
+    key="conv",
+    help="The store serves this conversation's messages; they are the truth the load is checked "
+    "against. The longest conversation of the dataset is picked first.",
+    **URL,
+)
+
+with st.container(border=True):
+    left, middle, right = st.columns(3)
+    with left:
+        st.markdown("**Transient failures**")
+        rate = st.slider(
+            "Failure rate", 0.0, 1.0, 0.3, 0.05, key="rate",
+            help="Chance that a call (not already in a burst) raises TransientError.", **URL,
+        )
+        burst = st.slider(
+            "Burst length (calls)", 1, 10, 1, key="burst",
+            help="A failure also fails the next calls with the same cursor, this many in all.", **URL,
+        )
+        seed = st.number_input(
+            "Seed", 0, 2**31 - 1, 7, 1, key="seed",
+            help="Same seed and settings, same run. The jitter has its own stream from the same seed.",
+            **URL,
+        )
+    with middle:
+        st.markdown("**Cursor and page faults**")
+        repeated = st.number_input(
+            "Repeated cursor after page k", 1, 100_000, None, 1, key="rep", placeholder="off",
+            help="Page k+1 hands back the cursor it was fetched with (a stuck cursor). Empty = off.",
+            **URL,
+        )
+        cycle = st.number_input(
+            "Cursor cycle back to page j", 2, 100_000, None, 1, key="cyc", placeholder="off",
+            help="The last page points back to page j's cursor instead of None. Empty = off.", **URL,
+        )
+        wrap = st.checkbox(
+            "Wrap-around", False, key="wrap",
+            help="After the last page the store starts over under fresh cursors, forever.", **URL,
+        )
+        empty = st.number_input(
+            "Empty page after page k", 1, 100_000, None, 1, key="empty", placeholder="off",
+            help="Page k points to an empty page that carries a cursor to page k+1. Empty = off.",
+            **URL,
+        )
+    with right:
+        st.markdown("**Paging and retries**")
+        page_size = st.slider("Page size (messages)", 1, 200, 5, key="psize", **URL)
+        overlap = st.number_input(
+            "Overlapping messages per page", 0, max(0, page_size - 1), min(1, page_size - 1), 1,
+            key="overlap",
+            help="Each page after the first starts this many messages before the previous one ended.",
+            **URL,
+        )
+        attempts = st.slider("Attempts per call", 1, 10, 5, key="tries", **URL)
+        d1, d2, d3 = st.columns(3)
+        base_delay = d1.number_input(
+            "Base delay (s)", 0.0, 60.0, 0.1, 0.05, format="%.2f", key="base", **URL
+        )
+        max_delay = d2.number_input(
+            "Max delay (s)", 0.0, 600.0, 2.0, 0.5, format="%.2f", key="maxd", **URL
+        )
+        deadline = d3.number_input(
+            "Deadline (s)", 0.0, 3600.0, None, 0.5, format="%.2f", key="dl", placeholder="none",
+            help="Give up when the next backoff would end past this many seconds. Empty = none.",
+            **URL,
+        )
+        empty_page_ends = st.checkbox(
+            "An empty page ends the load", True, key="epe",
+            help="load_history(empty_page_ends=...). Off: follow an empty page that carries a cursor.",
+            **URL,
+        )
+
+faults = (
+    float(rate), int(burst),
+    None if repeated is None else int(repeated),
+    None if cycle is None else int(cycle),
+    bool(wrap),
+    None if empty is None else int(empty),
+    int(overlap), int(seed),
+)
+load = (
+    int(attempts), float(base_delay), float(max_delay),
+    None if deadline is None else float(deadline), bool(empty_page_ends),
+)
+try:
+    fault_config = FaultConfig(*faults)  # names the field at fault, e.g. cycle and wrap-around
+except (ValueError, TypeError) as exc:
+    st.error("These settings cannot run together; change one of them:", icon=":material/tune:")
+    st.code(str(exc), language=None, wrap_lines=True)
+    st.stop()
+try:
+    run = simulate(dataset.key, conv_id, int(page_size), faults, load)
+except Exception as exc:  # noqa: BLE001 - shown as a message, never as a traceback
+    st.error("The simulated load could not run:", icon=":material/error:")
+    st.code(f"{type(exc).__name__}: {exc}", language=None, wrap_lines=True)
+    st.stop()
+
+ALL, STEP = "All at once", "Step by step"
+mode = st.radio("Run", [ALL, STEP], horizontal=True, key="mode", **URL)
+
+n_calls = len(run.calls)
+upto = n_calls
+if mode == STEP and n_calls > 1:
+
+    def _move(delta: int) -> None:
+        current = st.session_state.get("step", 1)
+        st.session_state["step"] = max(1, min(n_calls, current + delta))
+
+    b1, b2, b3 = st.columns([1, 1, 6], vertical_alignment="bottom")
+    b1.button("◀ Previous call", on_click=_move, args=(-1,), width="stretch")
+    b2.button("Next call ▶", on_click=_move, args=(1,), type="primary", width="stretch")
+    # No value= here: the buttons set st.session_state["step"]; the default is min_value (1).
+    upto = b3.slider("Calls shown", 1, n_calls, key="step", **URL)
+
+state = step_state(run, upto)
+shown = run.calls[:upto]
+
+# -- outcome and metrics ---------------------------------------------------------------------------
+if mode == STEP and not state["done"]:
+    st.info(f"Call {upto} of {n_calls}. {state['next']}", icon=":material/footprint:")
+elif run.error is not None:
+    st.error(
+        f"Load failed: PageLoadError at cursor {run.error['cursor']} after "
+        f"{run.error['attempts']} attempt(s); {run.error['loaded']} of {len(run.truth)} messages "
+        f"were loaded before it.",
+        icon=":material/error:",
+    )
+    st.code(failure_message(run), language=None, wrap_lines=True)
+else:
+    st.success(f"Stop reason: {run.stop_reason}", icon=":material/flag:")
+    st.code(explain_stop(run), language=None, wrap_lines=True)
+
+m = st.columns(6)
+m[0].metric("Calls", state["calls"])
+m[1].metric("Retries", state["retries"])
+m[2].metric("Pages", state["pages"])
+m[3].metric("Duplicates skipped", state["duplicates"])
+m[4].metric("Loaded", f"{state['loaded']} / {len(run.truth)}")
+m[5].metric("Virtual time (s)", f"{state['at']:.3f}")
+
+# -- timeline --------------------------------------------------------------------------------------
+st.subheader("Call timeline")
+extent = timeline_extent(run.calls) if mode == STEP else None  # steps fill in a fixed frame
+st.plotly_chart(call_timeline(shown, extent=extent), key="timeline")
+st.caption(
+    "Each marker is one call at the virtual time it started (calls take no time; only backoff "
+    "sleeps, the blue segments, move a request to the right). Retries stay on their request's "
+    "row; hover a marker for its cursor, attempt and injected fault."
+)
+
+st.subheader("Loaded vs truth")
+if mode == STEP and not state["done"]:
+    st.info(
+        f"{state['loaded']} of {len(run.truth)} messages loaded so far; the check against the "
+        "truth runs when the load ends (step to the last call, or run all at once)."
+    )
+else:
+    lost, repeated = len(run.lost_ids), len(run.repeated_ids)
+    t1, t2, t3 = st.columns(3)
+    t1.metric("Lost", lost)
+    t2.metric("Repeated", repeated)
+    t3.metric("Out of order", "yes" if run.out_of_order else "no")
+    if run.error is not None:
+        st.warning(
+            f"load_history raised instead of returning a partial history. Below: the "
+            f"{run.error['loaded']} message(s) it had loaded (kept on the error for a resume) "
+            f"against the truth.",
+            icon=":material/difference:",
+        )
+    elif run.ok:
+        st.success(
+            f"None lost, none repeated: all {len(run.truth)} messages loaded once, in order."
+        )
+    else:
+        st.warning("The load differs from the truth:", icon=":material/difference:")
+        st.code(run.explanation, language=None, wrap_lines=True)
+    problems = truth_table(run, only_problems=True)
+    if len(problems):
+        st.dataframe(problems, hide_index=True)
+    with st.expander("Every message of the truth with its fate"):
+        st.dataframe(truth_table(run), hide_index=True)
+
+st.subheader("Injected faults against outcomes")
+st.dataframe(fault_outcome_table(run, upto), hide_index=True)
+st.caption(
+    "Rows: the injected faults (a call can show two); columns: how the calls that showed them "
+    "ended. The last column says whether that fault can lose data."
+)
+
+st.subheader("Call log")
+st.dataframe(call_table(run, upto), hide_index=True, height=320)
+
+with st.expander("Reproduce this run in Python"):
+    st.code(
+        f"clock = VirtualClock()\n"
+        f"store = FlakyStore(PagedStore(messages, {int(page_size)}), {fault_config!r}, clock=clock)\n"
+        f"messages = load_history(store, attempts={load[0]}, base_delay={load[1]}, "
+        f"max_delay={load[2]}, deadline={load[3]}, empty_page_ends={load[4]},\n"
+        f"                        sleep=clock.sleep, clock=clock, random=store.rng_for_jitter())",
+        language="python",
+    )
