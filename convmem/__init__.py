@@ -43,7 +43,7 @@ from .loading import (
     load_history,
     load_history_with_report,
 )
-from .replay import HistorySettings, Replay, ReplayStats, SweepRow, context_at, replay, sweep_limits
+from .replay import CompactionLog, HistorySettings, Replay, ReplayStats, SweepRow, context_at, replay, sweep_limits
 from .stores import (
     FaultConfig,
     FlakyStore,
@@ -71,6 +71,7 @@ __all__ = [
     "load_history",
     "load_history_with_report",
     "Compaction",
+    "CompactionLog",
     "ExtractiveSummarizer",
     "HistorySettings",
     "LLMSummarizer",

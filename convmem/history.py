@@ -256,6 +256,7 @@ class History:
         "_kept_count",
         "_dead",
         "_group_of",
+        "_sink",
     )
 
     def __init__(
@@ -327,6 +328,7 @@ class History:
         self._step = 0
         self._records: deque[tuple] = deque(maxlen=records)
         self._kept_count = 0
+        self._sink: Callable[[tuple], object] | None = None  # see _attach_sink
 
     # ------------------------------------------------------------------ reading
 
@@ -465,6 +467,13 @@ class History:
             self._align_to_user(dropped)
         return self._finish(step, message, peak, dropped, trigger)
 
+    def _attach_sink(self, sink: Callable[[tuple], object]) -> None:
+        """Package-internal: receive each raw record ``(step, message_id, trigger, total_before,
+        total_after, [((seq, message), reason), ...], SummaryEvent | None)`` without building
+        :class:`Compaction` objects (what :func:`convmem.replay.replay` uses at 10^5 adds).
+        ``compaction_from_raw`` turns one into a Compaction."""
+        self._sink = sink
+
     def _is_pinned(self, item: _Item) -> bool:
         return item is self._latest_user or (self._pin_system and item[1].role == "system")
 
@@ -575,6 +584,8 @@ class History:
             event = self._summarize([pair[0][1] for pair in dropped])
         raw = (step, message.id, trigger, total_before, self._total, dropped, event)
         self._records.append(raw)
+        if self._sink is not None:
+            self._sink(raw)
         if self._on_compaction is not None:
             self._on_compaction(_record(*raw))
         return [pair[0][1].id for pair in dropped]
@@ -610,6 +621,11 @@ def _seq(item: _Item) -> int:
 
 def _first_seq(pair: tuple[_Item, str]) -> int:
     return pair[0][0]
+
+
+def compaction_from_raw(raw: tuple) -> Compaction:
+    """The :class:`Compaction` of a raw record (see ``History._attach_sink``)."""
+    return _record(*raw)
 
 
 def _record(

@@ -17,15 +17,18 @@ at any step.
 
 from __future__ import annotations
 
+import gc
 from collections.abc import Sequence
 from dataclasses import dataclass, field, replace
+from typing import overload
 
-from .history import TRIGGER_ARRIVAL, Compaction, History
+from .history import TRIGGER_ARRIVAL, Compaction, History, SummaryEvent, compaction_from_raw
 from .message import Message
 from .summarizers import ExtractiveSummarizer
 
 __all__ = [
     "HistorySettings",
+    "CompactionLog",
     "Replay",
     "ReplayStats",
     "SweepRow",
@@ -103,13 +106,71 @@ class ReplayStats:
     over_limit_steps: int
 
 
+class CompactionLog(Sequence[Compaction]):
+    """Every compaction record of a replay, built into :class:`Compaction` objects only on access.
+
+    A replay of 10^5 messages can hold tens of thousands of records; building them all up front
+    cost more than the replay. ``steps``, ``totals_after`` and ``dropped_counts`` are plain tuples
+    (one entry per record) for charts, ``summary_events`` the summarizer outcomes; indexing builds
+    (and keeps) one Compaction. O(1) per access.
+    """
+
+    __slots__ = ("_raw", "_built", "steps", "totals_after", "dropped_counts", "triggers", "summary_events")
+
+    def __init__(self, raw: list[tuple]) -> None:
+        self._raw = raw
+        self._built: dict[int, Compaction] = {}
+        self.steps: tuple[int, ...] = tuple(r[0] for r in raw)
+        self.totals_after: tuple[int, ...] = tuple(r[4] for r in raw)
+        self.dropped_counts: tuple[int, ...] = tuple(len(r[5]) for r in raw)
+        self.triggers: tuple[str, ...] = tuple(r[2] for r in raw)
+        #: ``(step, SummaryEvent)`` for every record where the summarizer ran, in order.
+        self.summary_events: tuple[tuple[int, SummaryEvent], ...] = tuple(
+            (r[0], r[6]) for r in raw if r[6] is not None
+        )
+
+    def __len__(self) -> int:
+        return len(self._raw)
+
+    @overload
+    def __getitem__(self, i: int) -> Compaction: ...
+    @overload
+    def __getitem__(self, i: slice) -> list[Compaction]: ...
+    def __getitem__(self, i):
+        if isinstance(i, slice):
+            return [self[j] for j in range(*i.indices(len(self._raw)))]
+        if i < 0:
+            i += len(self._raw)
+        if not 0 <= i < len(self._raw):
+            raise IndexError(f"CompactionLog index {i} out of range (len {len(self._raw)})")
+        built = self._built.get(i)
+        if built is None:
+            built = self._built[i] = compaction_from_raw(self._raw[i])
+        return built
+
+    def __eq__(self, other: object) -> bool:
+        if isinstance(other, CompactionLog):
+            return list(self) == list(other)
+        if isinstance(other, (list, tuple)):
+            return list(self) == list(other)
+        return NotImplemented
+
+    __hash__ = None  # type: ignore[assignment]
+
+    def __repr__(self) -> str:
+        return f"CompactionLog({len(self._raw)} records)"
+
+
 @dataclass(frozen=True, slots=True)
 class Replay:
     """The trace of one conversation through one History.
 
     Per add (index = step): ``totals``, ``kept_counts``, ``prefix_changed``. Per message (index =
     position in ``messages``, which is also its add step): ``dropped_at`` (the step that dropped it,
-    None while kept), ``drop_reason``, ``summarized``. ``compactions`` are History's records.
+    None while kept), ``drop_reason``, ``summarized``. ``compactions`` are History's records, as a
+    lazily built :class:`CompactionLog`.
+    ``summaries`` are the accepted summary messages, in order (their ids are the accepted
+    :class:`~convmem.history.SummaryEvent` ids), so a UI can show a summary's text.
     """
 
     messages: tuple[Message, ...]
@@ -120,9 +181,10 @@ class Replay:
     dropped_at: tuple[int | None, ...]
     drop_reason: tuple[str | None, ...]
     summarized: tuple[bool, ...]
-    compactions: tuple[Compaction, ...]
+    compactions: CompactionLog
     final_context: tuple[Message, ...]
     stats: ReplayStats = field(repr=False)
+    summaries: tuple[Message, ...] = field(default=(), repr=False)
 
 
 def replay(messages: Sequence[Message], settings: HistorySettings, *, count_tokens=None) -> Replay:
@@ -131,17 +193,30 @@ def replay(messages: Sequence[Message], settings: HistorySettings, *, count_toke
     O(n) plus History's own cost (amortized O(1) per add plus drops). Message ids must be unique
     within ``messages`` (ValueError naming the duplicate otherwise).
     """
+    gc_was_enabled = gc.isenabled()
+    gc.disable()  # bulk allocation of acyclic records: the cyclic GC's scans only cost time here
+    try:
+        return _replay(messages, settings, count_tokens)
+    finally:
+        if gc_was_enabled:
+            gc.enable()
+
+
+def _replay(messages: Sequence[Message], settings: HistorySettings, count_tokens) -> Replay:
+    """The work of :func:`replay` (the GC is paused around it)."""
     if not isinstance(settings, HistorySettings):
         raise TypeError(f"replay settings must be a HistorySettings, got {settings!r}")
-    records: list[Compaction] = []
-    history = settings.build(count_tokens, on_compaction=records.append)
-    index: dict[str, int] = {}
+    raw_records: list[tuple] = []
+    history = settings.build(count_tokens)
+    history._attach_sink(raw_records.append)
+    seen: dict[str, int] = {}
     for i, m in enumerate(messages):
         if not isinstance(m, Message):
             raise TypeError(f"replay messages[{i}] must be a Message, got {m!r}")
-        if m.id in index:
-            raise ValueError(f"replay messages[{i}].id {m.id!r} repeats messages[{index[m.id]}]")
-        index[m.id] = i
+        if m.id in seen:
+            raise ValueError(f"replay messages[{i}].id {m.id!r} repeats messages[{seen[m.id]}]")
+        seen[m.id] = i
+    del seen
     n = len(messages)
     totals = [0] * n
     kept = [0] * n
@@ -151,32 +226,45 @@ def replay(messages: Sequence[Message], settings: HistorySettings, *, count_toke
     summarized = [False] * n
     over = 0
     accepted = rejected = 0
-    last_record = 0
+    summaries: list[Message] = []
+    compactions = 0
+    add = history.add
     for step, m in enumerate(messages):
-        history.add(m)
-        totals[step] = history.total()
+        before = len(raw_records)
+        add(m)
+        total = history.total()
+        totals[step] = total
         kept[step] = len(history)
-        over += history.over_limit
-        while last_record < len(records):
-            rec = records[last_record]
-            last_record += 1
-            changed = rec.trigger != TRIGGER_ARRIVAL and any(d.added_step < step for d in rec.dropped)
-            for d in rec.dropped:
-                i = index[d.id]
-                dropped_at[i] = rec.step
-                reason[i] = d.reason
-                summarized[i] = d.summarized
-            if rec.summary is not None:
-                if rec.summary.accepted:
-                    accepted += 1
-                    changed = True
-                else:
-                    rejected += 1
-            prefix[step] = prefix[step] or changed
-    compactions = tuple(records)
+        if total > settings.limit:
+            over += 1
+        if len(raw_records) == before:
+            continue
+        # One add leaves at most one record. Its items' seq is the add step, which is the
+        # message's index here, so no id lookup is needed.
+        _, _, trigger, _, _, dropped, event = raw_records[-1]
+        changed = False
+        is_summarized = event is not None and event.accepted
+        for (seq, _msg), why in dropped:
+            dropped_at[seq] = step
+            reason[seq] = why
+            summarized[seq] = is_summarized
+            if seq < step:
+                changed = True
+        if trigger != TRIGGER_ARRIVAL:
+            compactions += 1
+        else:
+            changed = False
+        if event is not None:
+            if event.accepted:
+                accepted += 1
+                changed = True
+                summaries.append(history.summary)
+            else:
+                rejected += 1
+        prefix[step] = changed
     dropped_tokens = sum(messages[i].tokens for i in range(n) if dropped_at[i] is not None)
     stats = ReplayStats(
-        compactions=sum(1 for c in compactions if c.trigger != TRIGGER_ARRIVAL),
+        compactions=compactions,
         mean_context=(sum(totals) / n) if n else 0.0,
         max_context=max(totals, default=0),
         messages_dropped=sum(1 for d in dropped_at if d is not None),
@@ -195,9 +283,10 @@ def replay(messages: Sequence[Message], settings: HistorySettings, *, count_toke
         dropped_at=tuple(dropped_at),
         drop_reason=tuple(reason),
         summarized=tuple(summarized),
-        compactions=compactions,
+        compactions=CompactionLog(raw_records),
         final_context=tuple(history.context()),
         stats=stats,
+        summaries=tuple(summaries),
     )
 
 

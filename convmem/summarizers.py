@@ -74,7 +74,8 @@ class ExtractiveSummarizer:
         id_prefix: summary ids are ``f"{id_prefix}-{n}"`` for the n-th summary made (1-based).
 
     Lines from newer dropped messages win when space runs out; the previous summary's lines follow
-    (older still), then older lines are cut. Cost O(len(dropped) + previous lines) token counts of
+    (older still), then older lines are cut. The first line that does not fit is clipped to the
+    room left, so a long newest message never leaves an empty summary. Cost O(len(dropped) + previous lines) token counts of
     one line each, plus one count of the result.
 
     Raises:
@@ -117,6 +118,20 @@ class ExtractiveSummarizer:
         for ln in candidates:
             cost = count(ln) + 1
             if used + cost > self.max_tokens:
+                # Clip the line that does not fit to the room left (never return an empty
+                # summary because the newest line alone is long), then stop: lines stay a
+                # contiguous newest run.
+                room = self.max_tokens - used
+                while ln and cost > room and len(ln) > 8:
+                    cut = ln[: max(8, int(len(ln) * room / cost) - 2)]
+                    if " " in cut[8:]:
+                        cut = cut[: cut.rfind(" ")]  # end on a word boundary
+                    ln = cut.rstrip() + "…"
+                    cost = count(ln) + 1
+                    if len(ln) <= 9:
+                        break
+                if cost <= room:
+                    chosen.append(ln)
                 break
             chosen.append(ln)
             used += cost

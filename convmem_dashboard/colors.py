@@ -5,7 +5,7 @@ Colours are from the Okabe-Ito colour-blind-safe set; greys mark what is absent 
 
 from __future__ import annotations
 
-__all__ = ["ROLE_COLORS", "OUTCOME_COLORS", "REASON_COLORS", "LINE_COLORS", "role_color"]
+__all__ = ["ROLE_COLORS", "OUTCOME_COLORS", "REASON_COLORS", "LINE_COLORS", "SETTING_COLORS", "role_color"]
 
 #: Message roles (legend order = convmem.ROLES).
 ROLE_COLORS: dict[str, str] = {
@@ -46,6 +46,10 @@ LINE_COLORS: dict[str, str] = {
     "cap": "#D55E00",
     "budget": "#CC79A7",
 }
+
+
+#: The two settings compared side by side on the token-budget page.
+SETTING_COLORS: dict[str, str] = {"A": "#0072B2", "B": "#E69F00"}
 
 
 def role_color(role: str) -> str:

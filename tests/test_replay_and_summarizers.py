@@ -137,7 +137,8 @@ def test_extractive_summary_keeps_newest_lines_and_fits():
         Message("u2", "user", 5, content="second question"),
     ]
     out = s(None, dropped)
-    assert out.content == "Earlier: assistant: an answer\nuser: second question"
+    # the oldest line does not fit whole: it is clipped to the room left, on a word boundary
+    assert out.content == "Earlier: user: first…\nassistant: an answer\nuser: second question"
     assert out.tokens == words(out.content) <= 12
     assert (out.id, out.role) == ("summary-1", "system")
     # the previous summary's lines come after the new ones in priority, and are kept if room
@@ -150,6 +151,12 @@ def test_extractive_summary_keeps_newest_lines_and_fits():
         "user: second question",
     ]
     assert second.id == "summary-2"
+
+
+def test_a_long_newest_line_is_clipped_not_lost():
+    s = ExtractiveSummarizer(max_tokens=6, count_tokens=words)
+    out = s(None, [Message("u1", "user", 9, content="a very long message with many words in it")])
+    assert out.content == "Earlier: user: a very long…" and out.tokens == 5
 
 
 def test_extractive_summary_never_called_with_nothing_and_validates():

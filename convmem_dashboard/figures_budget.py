@@ -1,0 +1,578 @@
+"""Pure figure builders of the Token budget page: a replay in, a plotly Figure out.
+
+No streamlit here: plain pytest checks every figure (tests/test_figures_budget.py).
+
+The page replays a conversation once (:func:`convmem.replay`), turns the :class:`~convmem.Replay`
+into numpy arrays once (:func:`replay_arrays`, cached by the page), and every builder reads those
+arrays, so a rerun never walks 10^5 Message objects again. Builders accept a ``Replay`` too.
+
+Large inputs stay light in the browser: :func:`totals_figure` keeps the min and the max of every
+bucket of adds (the sawtooth's envelope survives; at most ``max_points`` points) and the biggest
+drop event of every bucket (at most ``max_markers``); :func:`context_window_figure` draws at most
+``max_bars`` messages (every k-th one when there are more, and says so in its title).
+
+Hover text built from data (ids, roles) is HTML-escaped: user-supplied ids never become markup.
+"""
+
+from __future__ import annotations
+
+import html
+import math
+from collections import Counter
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+import numpy as np
+import plotly.graph_objects as go
+from plotly.subplots import make_subplots
+
+from convmem import DROP_REASONS, ROLES, Compaction, Replay, ReplayStats, SweepRow
+
+from .colors import LINE_COLORS, REASON_COLORS, ROLE_COLORS, SETTING_COLORS, role_color
+
+__all__ = [
+    "X_STEP",
+    "Y_TOKENS",
+    "Y_MESSAGE",
+    "SETTING_COLORS",
+    "ReplayArrays",
+    "replay_arrays",
+    "event_hover",
+    "minmax_indices",
+    "totals_figure",
+    "context_window_figure",
+    "sweep_figure",
+    "comparison_figure",
+    "COMPARISON_METRICS",
+]
+
+#: Axis titles (units on every axis).
+X_STEP = "add step (message #)"
+Y_TOKENS = "tokens in context"
+Y_MESSAGE = "message # (= the step that added it)"
+X_LIMIT = "limit (tokens)"
+
+
+_NO_REASON = -1
+_REASON_INDEX = {r: i for i, r in enumerate(DROP_REASONS)}
+_ROLE_INDEX = {r: i for i, r in enumerate(ROLES)}
+
+
+def _esc(value: object) -> str:
+    """Text safe for plotly hover labels (which read a subset of HTML)."""
+    return html.escape(str(value), quote=False)
+
+
+@dataclass(frozen=True, eq=False)
+class ReplayArrays:
+    """A replay as numpy arrays (built once per replay, then cached by the page).
+
+    Per message (index = add step): ``tokens``, ``role_code`` (index in convmem.ROLES),
+    ``dropped_at`` (-1 while kept), ``reason_code`` (index in convmem.DROP_REASONS, -1 none),
+    ``summarized``. Per add: ``totals``, ``summary_tokens`` (tokens of the summary in context).
+    Per drop event (one per Compaction record, arrival-only refusals included; ``events`` are the
+    records themselves): ``ev_step``, ``ev_after`` (total after it), ``ev_count``, ``ev_tokens``,
+    ``ev_reason`` (code of the reason that dropped the most tokens). ``summary_spans``: (id,
+    tokens, first step, end step exclusive) per accepted summary. ``limit``, ``target`` (the limit
+    when none) and ``goal`` (what a cut cuts live messages to: target - summary budget) in tokens.
+    """
+
+    n: int
+    limit: int
+    target: int
+    goal: int
+    has_target: bool
+    summary_budget: int | None
+    ids: tuple[str, ...]
+    tokens: np.ndarray
+    role_code: np.ndarray
+    totals: np.ndarray
+    dropped_at: np.ndarray
+    reason_code: np.ndarray
+    summarized: np.ndarray
+    summary_tokens: np.ndarray
+    events: tuple[Compaction, ...]
+    ev_step: np.ndarray
+    ev_after: np.ndarray
+    ev_count: np.ndarray
+    ev_tokens: np.ndarray
+    ev_reason: np.ndarray
+    summary_spans: tuple[tuple[str, int, int, int], ...]
+
+    @property
+    def end(self) -> np.ndarray:
+        """Per message, the step it left the context (n while kept): its bar's right end."""
+        return np.where(self.dropped_at >= 0, self.dropped_at, self.n)
+
+
+def event_hover(c: Compaction, k: int) -> str:
+    """The hover text of drop event ``k`` (0-based): what went, how many tokens, why, the summary."""
+    by_count: Counter[str] = Counter(d.reason for d in c.dropped)
+    dropped_tokens = sum(d.tokens for d in c.dropped)
+    lines = [
+        f"<b>drop event {k + 1}</b> at add step {c.step} ({_esc(c.trigger)})",
+        f"dropped {len(c.dropped)} message(s), {dropped_tokens:,} tokens",
+        "reasons: " + ", ".join(f"{_esc(r)} ×{n}" for r, n in by_count.most_common()),
+        f"total {c.total_before:,} → {c.total_after:,} tokens",
+    ]
+    ev = c.summary
+    if ev is not None:
+        if ev.accepted:
+            lines.append(f"summary {_esc(ev.id)} accepted ({ev.tokens:,} / {ev.budget:,} tokens)")
+        else:
+            lines.append(f"summary rejected: {ev.tokens:,} tokens, over the {ev.budget:,} budget")
+    return "<br>".join(lines)
+
+
+def replay_arrays(r: Replay) -> ReplayArrays:
+    """The arrays every builder reads. O(n + dropped) once per replay."""
+    n = len(r.messages)
+    msgs = r.messages
+    s = r.settings
+    target = s.limit if s.target is None else s.target
+    budget = s.summary_budget
+    tokens = np.fromiter((m.tokens for m in msgs), dtype=np.int64, count=n)
+    role_index = _ROLE_INDEX
+    role_code = np.fromiter((role_index.get(m.role, 0) for m in msgs), dtype=np.int8, count=n)
+    dropped_at = np.fromiter((-1 if d is None else d for d in r.dropped_at), dtype=np.int64, count=n)
+    reason_index = _REASON_INDEX
+    reason_code = np.fromiter(
+        (_NO_REASON if x is None else reason_index.get(x, _NO_REASON) for x in r.drop_reason),
+        dtype=np.int8,
+        count=n,
+    )
+    summarized = np.fromiter(r.summarized, dtype=bool, count=n)
+    totals = np.fromiter(r.totals, dtype=np.int64, count=n)
+
+    events = r.compactions  # a lazy CompactionLog: read its plain columns, never build records
+    m = len(events)
+    ev_step = np.asarray(events.steps, dtype=np.int64)
+    ev_after = np.asarray(events.totals_after, dtype=np.int64)
+    ev_count = np.asarray(events.dropped_counts, dtype=np.int64)
+    # Per event: tokens dropped and the reason that dropped the most of them, from the per-message
+    # arrays (every dropped message belongs to exactly one event, the one at its dropped_at step).
+    gone = np.nonzero(dropped_at >= 0)[0]
+    event_of = np.searchsorted(ev_step, dropped_at[gone])
+    ev_tokens = np.bincount(event_of, weights=tokens[gone], minlength=m).astype(np.int64)[:m]
+    nreasons = len(DROP_REASONS)
+    per_reason = np.zeros((m, nreasons), dtype=np.int64)
+    np.add.at(per_reason, (event_of, np.maximum(reason_code[gone], 0).astype(np.int64)), tokens[gone] + 1)
+    ev_reason = per_reason.argmax(axis=1).astype(np.int8) if m else np.zeros(0, dtype=np.int8)
+
+    accepted = [(e.id, e.tokens, step) for step, e in events.summary_events if e.accepted]
+    summary_tokens = np.zeros(n, dtype=np.int64)
+    spans: list[tuple[str, int, int, int]] = []
+    for j, (sid, stok, start) in enumerate(accepted):
+        stop = accepted[j + 1][2] if j + 1 < len(accepted) else n
+        summary_tokens[start:stop] = stok
+        spans.append((sid, stok, start, stop))
+
+    return ReplayArrays(
+        n=n,
+        limit=s.limit,
+        target=target,
+        goal=target - (budget or 0),
+        has_target=s.target is not None and s.target < s.limit,
+        summary_budget=budget,
+        ids=tuple(m.id for m in msgs),
+        tokens=tokens,
+        role_code=role_code,
+        totals=totals,
+        dropped_at=dropped_at,
+        reason_code=reason_code,
+        summarized=summarized,
+        summary_tokens=summary_tokens,
+        events=events,
+        ev_step=ev_step,
+        ev_after=ev_after,
+        ev_count=ev_count,
+        ev_tokens=ev_tokens,
+        ev_reason=ev_reason,
+        summary_spans=tuple(spans),
+    )
+
+
+def _arrays(data: Replay | ReplayArrays) -> ReplayArrays:
+    return data if isinstance(data, ReplayArrays) else replay_arrays(data)
+
+
+def _window(a: ReplayArrays, start: int, stop: int | None) -> tuple[int, int]:
+    """Clamp an inclusive step window to [0, n-1]."""
+    last = max(a.n - 1, 0)
+    stop = last if stop is None else stop
+    start = min(max(0, int(start)), last)
+    stop = min(max(start, int(stop)), last)
+    return start, stop
+
+
+def minmax_indices(y: np.ndarray, max_points: int) -> np.ndarray:
+    """Indices of ``y`` that keep its envelope in at most ``max_points`` points.
+
+    Splits ``y`` into (max_points - 2) // 2 equal buckets and keeps each bucket's argmin and
+    argmax, plus the first and last index; sorted, unique. O(len(y)). Everything when it fits.
+    """
+    n = len(y)
+    if n <= max_points:
+        return np.arange(n)
+    buckets = max(1, (max_points - 2) // 2)
+    size = math.ceil(n / buckets)
+    padded = np.empty(buckets * size, dtype=y.dtype)
+    padded[:n] = y
+    padded[n:] = y[-1]
+    grid = padded.reshape(buckets, size)
+    base = np.arange(buckets) * size
+    idx = np.concatenate(([0, n - 1], base + grid.argmin(axis=1), base + grid.argmax(axis=1)))
+    return np.unique(np.clip(idx, 0, n - 1))
+
+
+def _biggest_per_bucket(steps: np.ndarray, weight: np.ndarray, lo: int, hi: int, buckets: int) -> np.ndarray:
+    """Positions (into steps) of the largest-weight item in each of ``buckets`` step buckets."""
+    span = max(1, hi - lo + 1)
+    bucket = ((steps - lo) * buckets) // span
+    order = np.lexsort((-weight, bucket))  # by bucket, then weight descending
+    _, first = np.unique(bucket[order], return_index=True)
+    return np.sort(order[first])
+
+
+def _hline(name: str, y: float, x0: int, x1: int, color: str, dash: str) -> go.Scatter:
+    return go.Scatter(
+        x=[x0, x1],
+        y=[y, y],
+        mode="lines",
+        name=name,
+        line={"color": color, "dash": dash, "width": 2},
+        hovertemplate=f"{_esc(name)}: {y:,} tokens<extra></extra>",
+    )
+
+
+def totals_figure(
+    data: Replay | ReplayArrays,
+    *,
+    start: int = 0,
+    stop: int | None = None,
+    selected: int | None = None,
+    max_points: int = 4000,
+    max_markers: int = 400,
+) -> go.Figure:
+    """Tokens in context after each add, against the limit (and target), drop events marked.
+
+    Traces, in order: "summary in context" (filled area, only when a summary was ever accepted),
+    "total after add" (the line, min/max-downsampled to ``max_points``), "limit", "target" (only
+    when a target below the limit is set), "cut to (target − summary budget)" (only with
+    summaries), "drop events" (one marker per event at its step, y = the total after it, hover:
+    how many went, tokens, reasons, summary; ``customdata`` = the event's 0-based index), and
+    "selected event" (when ``selected``, an event index, is given). Steps ``start..stop``
+    (inclusive) are shown.
+    """
+    a = _arrays(data)
+    fig = go.Figure()
+    if a.n == 0:
+        fig.update_layout(title="No messages", xaxis_title=X_STEP, yaxis_title=Y_TOKENS)
+        return fig
+    lo, hi = _window(a, start, stop)
+    steps = np.arange(lo, hi + 1)
+    totals = a.totals[lo : hi + 1]
+    keep = minmax_indices(totals, max_points)
+    x = steps[keep]
+    shown_summary = bool(a.summary_spans) and bool(a.summary_tokens[lo : hi + 1].any())
+    if shown_summary:
+        sy = a.summary_tokens[lo : hi + 1][keep]
+        fig.add_trace(
+            go.Scatter(
+                x=x,
+                y=sy,
+                name="summary in context",
+                mode="lines",
+                line={"color": ROLE_COLORS["summary"], "width": 0, "shape": "hv"},
+                fill="tozeroy",
+                fillcolor="rgba(204,121,167,0.35)",
+                hovertemplate="add step %{x}<br>summary %{y:,} tokens<extra></extra>",
+            )
+        )
+    fig.add_trace(
+        go.Scatter(
+            x=x,
+            y=totals[keep],
+            name="total after add",
+            mode="lines",
+            line={"color": "#333333", "width": 1.5},
+            hovertemplate="add step %{x}<br>total %{y:,} tokens<extra></extra>",
+        )
+    )
+    fig.add_trace(_hline("limit", a.limit, lo, hi, LINE_COLORS["limit"], "dash"))
+    if a.has_target:
+        fig.add_trace(_hline("target", a.target, lo, hi, LINE_COLORS["target"], "dot"))
+    if a.summary_budget is not None:
+        fig.add_trace(_hline("cut to (target − summary budget)", a.goal, lo, hi, LINE_COLORS["budget"], "dashdot"))
+
+    in_window = np.nonzero((a.ev_step >= lo) & (a.ev_step <= hi))[0]
+    thinned = len(in_window) > max_markers
+    if thinned:
+        pick = _biggest_per_bucket(a.ev_step[in_window], a.ev_tokens[in_window], lo, hi, max_markers)
+        in_window = in_window[pick]
+    colors = [REASON_COLORS.get(DROP_REASONS[code], "#000000") for code in a.ev_reason[in_window]]
+    fig.add_trace(
+        go.Scatter(
+            x=a.ev_step[in_window],
+            y=a.ev_after[in_window],
+            mode="markers",
+            name="drop events" + (" (biggest per bucket)" if thinned else ""),
+            marker={"symbol": "triangle-down", "size": 9, "color": colors, "line": {"width": 0.5, "color": "white"}},
+            customdata=in_window,
+            hovertext=[event_hover(a.events[k], int(k)) for k in in_window],
+            hovertemplate="%{hovertext}<extra></extra>",
+        )
+    )
+    if selected is not None and 0 <= selected < len(a.ev_step):
+        fig.add_trace(
+            go.Scatter(
+                x=[int(a.ev_step[selected])],
+                y=[int(a.ev_after[selected])],
+                mode="markers",
+                name="selected event",
+                marker={"symbol": "circle-open", "size": 18, "color": "#000000", "line": {"width": 2}},
+                customdata=[selected],
+                hovertext=[event_hover(a.events[selected], selected)],
+                hovertemplate="%{hovertext}<extra></extra>",
+            )
+        )
+    shown = len(x)
+    title = "Tokens in context after each add"
+    if shown < len(steps):
+        title += f" (envelope of {len(steps):,} adds in {shown:,} points)"
+    ymax = max(int(totals.max()), a.limit)
+    fig.update_layout(
+        title=title,
+        xaxis_title=X_STEP,
+        yaxis_title=Y_TOKENS,
+        hovermode="closest",
+        legend={"orientation": "h", "y": -0.2},
+        margin={"t": 50, "b": 10},
+        yaxis={"range": [0, ymax * 1.08 + 1], "rangemode": "tozero"},
+        xaxis={"range": [lo - 0.5, hi + 0.5]},
+    )
+    return fig
+
+
+def _segments(x0: np.ndarray, x1: np.ndarray, y: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Horizontal segments as one line trace: x0→x1 at y, separated by NaN gaps."""
+    k = len(y)
+    xs = np.full(3 * k, np.nan)
+    ys = np.full(3 * k, np.nan)
+    xs[0::3], xs[1::3] = x0, x1
+    ys[0::3], ys[1::3] = y, y
+    return xs, ys
+
+
+def context_window_figure(
+    data: Replay | ReplayArrays,
+    *,
+    start: int = 0,
+    stop: int | None = None,
+    selected_step: int | None = None,
+    max_bars: int = 2000,
+    max_marks: int = 600,
+) -> go.Figure:
+    """Which messages are in context at each step: one horizontal bar per message.
+
+    A bar runs from the add that brought the message (x = its own index, so bars start on the
+    diagonal) to the add that dropped it, or to the end when it is kept; one trace per role,
+    coloured by role. A cross marks where a message was dropped, one trace per drop reason
+    ("dropped: <reason>"), coloured by reason, when at most ``max_marks`` bars are drawn (beyond,
+    they would hide the bars; a bar's right end is its drop). Accepted summaries are bars on row
+    -1 ("summary"). Only messages in context at some step of ``start..stop`` are drawn; when more
+    than ``max_bars``, every k-th one (the title says k). ``selected_step`` draws a vertical line.
+    """
+    a = _arrays(data)
+    fig = go.Figure()
+    if a.n == 0:
+        fig.update_layout(title="No messages", xaxis_title=X_STEP, yaxis_title=Y_MESSAGE)
+        return fig
+    lo, hi = _window(a, start, stop)
+    end = a.end
+    idx = np.nonzero((np.arange(a.n) <= hi) & (end >= lo))[0]
+    stride = max(1, math.ceil(len(idx) / max_bars))
+    if stride > 1:
+        idx = idx[::stride]
+    width = max(1.0, min(8.0, 600.0 / max(1, len(idx))))
+    for code, role in enumerate(ROLES):
+        sel = idx[a.role_code[idx] == code]
+        if not len(sel):
+            continue
+        xs, ys = _segments(sel, np.minimum(end[sel], a.n - 1).astype(float), sel.astype(float))
+        hover = np.empty(3 * len(sel), dtype=object)
+        texts = [
+            f"{_esc(a.ids[i])} ({role}, {int(a.tokens[i]):,} tokens)<br>in context: steps {i}–"
+            + (f"{int(a.dropped_at[i]) - 1}, dropped at {int(a.dropped_at[i])}" if a.dropped_at[i] >= 0 else f"{a.n - 1} (kept)")
+            for i in sel
+        ]
+        hover[0::3] = texts
+        hover[1::3] = texts
+        hover[2::3] = ""
+        fig.add_trace(
+            go.Scatter(
+                x=xs,
+                y=ys,
+                mode="lines",
+                name=role,
+                line={"color": role_color(role), "width": width},
+                hovertext=hover,
+                hovertemplate="%{hovertext}<extra></extra>",
+                connectgaps=False,
+            )
+        )
+    gone = idx[a.dropped_at[idx] >= 0] if len(idx) <= max_marks else idx[:0]
+    for code, reason in enumerate(DROP_REASONS):
+        sel = gone[a.reason_code[gone] == code]
+        if not len(sel):
+            continue
+        fig.add_trace(
+            go.Scatter(
+                x=a.dropped_at[sel],
+                y=sel,
+                mode="markers",
+                name=f"dropped: {reason}",
+                marker={"symbol": "x-thin", "size": 7, "color": REASON_COLORS.get(reason, "#000000"), "line": {"width": 2, "color": REASON_COLORS.get(reason, "#000000")}},
+                hovertext=[
+                    f"{_esc(a.ids[i])} dropped at step {int(a.dropped_at[i])}: {reason}"
+                    + (" (summarized)" if a.summarized[i] else "")
+                    for i in sel
+                ],
+                hovertemplate="%{hovertext}<extra></extra>",
+            )
+        )
+    spans = [sp for sp in a.summary_spans if sp[2] <= hi and sp[3] > lo]
+    if spans:
+        x0 = np.array([sp[2] for sp in spans], dtype=float)
+        x1 = np.array([min(sp[3], a.n - 1) for sp in spans], dtype=float)
+        xs, ys = _segments(x0, x1, np.full(len(spans), -1.0))
+        hover = np.empty(3 * len(spans), dtype=object)
+        texts = [f"summary {_esc(sid)} ({tok:,} tokens)<br>in context: steps {s0}–{s1 - 1}" for sid, tok, s0, s1 in spans]
+        hover[0::3] = texts
+        hover[1::3] = texts
+        hover[2::3] = ""
+        fig.add_trace(
+            go.Scatter(
+                x=xs,
+                y=ys,
+                mode="lines",
+                name="summary",
+                line={"color": ROLE_COLORS["summary"], "width": max(width, 4.0)},
+                hovertext=hover,
+                hovertemplate="%{hovertext}<extra></extra>",
+                connectgaps=False,
+            )
+        )
+    if selected_step is not None and lo <= selected_step <= hi:
+        fig.add_vline(x=selected_step, line={"color": "#000000", "dash": "dot", "width": 1})
+    title = "Context window over time"
+    if stride > 1:
+        title += f" (every {stride}th message of {len(np.nonzero((np.arange(a.n) <= hi) & (end >= lo))[0]):,})"
+    ylo = int(idx.min()) if len(idx) else 0
+    yhi = int(idx.max()) if len(idx) else 0
+    fig.update_layout(
+        title=title,
+        xaxis_title=X_STEP,
+        yaxis_title=Y_MESSAGE,
+        hovermode="closest",
+        legend={"orientation": "h", "y": -0.2},
+        margin={"t": 50, "b": 10},
+        xaxis={"range": [lo - 0.5, hi + 0.5]},
+        yaxis={"range": [yhi + 0.5, min(ylo, -1) - 0.5]},  # message 0 at the top
+    )
+    return fig
+
+
+def sweep_figure(rows: Sequence[SweepRow], current_limit: int | None = None) -> go.Figure:
+    """Compactions, mean context and messages dropped against the limit: pick a limit by eye.
+
+    Three stacked panels sharing the x axis (limit, tokens); one trace per panel ("compactions",
+    "mean context", "messages dropped"); a dotted vertical line at ``current_limit``.
+    """
+    fig = make_subplots(rows=3, cols=1, shared_xaxes=True, vertical_spacing=0.06)
+    x = [r.limit for r in rows]
+    panels = [
+        ("compactions", [r.stats.compactions for r in rows], "compactions (adds)", REASON_COLORS["over_limit"], ""),
+        ("mean context", [r.stats.mean_context for r in rows], "mean context (tokens)", SETTING_COLORS["A"], ":,.0f"),
+        ("messages dropped", [r.stats.messages_dropped for r in rows], "messages dropped", REASON_COLORS["tool_group"], ""),
+    ]
+    for i, (name, y, title, color, fmt) in enumerate(panels, start=1):
+        fig.add_trace(
+            go.Scatter(
+                x=x,
+                y=y,
+                mode="lines+markers",
+                name=name,
+                line={"color": color},
+                hovertemplate=f"limit %{{x:,}} tokens<br>{name}: %{{y{fmt or ':,'}}}<extra></extra>",
+            ),
+            row=i,
+            col=1,
+        )
+        fig.update_yaxes(title_text=title, rangemode="tozero", row=i, col=1)
+    fig.update_xaxes(title_text=X_LIMIT, row=3, col=1)
+    if current_limit is not None:
+        fig.add_vline(x=current_limit, line={"color": LINE_COLORS["limit"], "dash": "dot", "width": 2})
+    fig.update_layout(
+        title="Limit sweep",
+        showlegend=False,
+        height=560,
+        margin={"t": 50, "b": 10},
+    )
+    return fig
+
+
+#: The comparison's metrics: (ReplayStats attribute, label, unit for the y axis).
+COMPARISON_METRICS: tuple[tuple[str, str, str], ...] = (
+    ("compactions", "compactions", "adds"),
+    ("prefix_changes", "prefix changes (uncached re-sends)", "adds"),
+    ("messages_dropped", "messages dropped", "messages"),
+    ("mean_context", "mean context", "tokens"),
+    ("max_context", "max context", "tokens"),
+    ("tokens_dropped", "tokens dropped", "tokens"),
+)
+
+
+def comparison_figure(a: ReplayStats, b: ReplayStats, labels: tuple[str, str] = ("A", "B")) -> go.Figure:
+    """A against B on each metric of :data:`COMPARISON_METRICS`: small multiples of grouped bars.
+
+    One panel per metric (each on its own scale, y axis titled with its unit); two bar traces per
+    panel, A then B, coloured by :data:`SETTING_COLORS` (legend shown once).
+    """
+    fig = make_subplots(
+        rows=2,
+        cols=3,
+        subplot_titles=[label for _, label, _ in COMPARISON_METRICS],
+        vertical_spacing=0.3,
+        horizontal_spacing=0.09,
+    )
+    for k, (attr, label, unit) in enumerate(COMPARISON_METRICS):
+        row, col = divmod(k, 3)
+        for which, stats in zip(("A", "B"), (a, b)):
+            value = getattr(stats, attr)
+            name = labels[0] if which == "A" else labels[1]
+            fig.add_trace(
+                go.Bar(
+                    x=[which],
+                    y=[value],
+                    name=name,
+                    legendgroup=which,
+                    showlegend=k == 0,
+                    marker_color=SETTING_COLORS[which],
+                    text=[f"{value:,.0f}"],
+                    textposition="auto",
+                    hovertemplate=f"{_esc(name)}<br>{_esc(label)}: %{{y:,.0f}} {unit}<extra></extra>",
+                ),
+                row=row + 1,
+                col=col + 1,
+            )
+        fig.update_yaxes(title_text=unit, rangemode="tozero", row=row + 1, col=col + 1)
+        fig.update_xaxes(title_text="setting", row=row + 1, col=col + 1)
+    fig.update_layout(
+        title="A against B on the same conversation",
+        barmode="group",
+        height=580,
+        margin={"t": 80, "b": 10},
+        legend={"orientation": "h", "y": -0.15},
+    )
+    return fig

@@ -1,0 +1,367 @@
+"""Token budget: a conversation added message by message under a token limit (SPEC §4, §6.2).
+
+Thin page: widgets (every one bound to the URL, so a link reproduces the view) → HistorySettings →
+cached calls into convmem (convmem_dashboard.cache_budget) → pure figure and table builders.
+User text is shown only through st.dataframe, st.text, st.code and escaped plotly hover text.
+"""
+
+from __future__ import annotations
+
+import re
+
+import streamlit as st
+
+from convmem import HistorySettings
+from convmem_dashboard import cache_budget as cb
+from convmem_dashboard.data import current_dataset
+from convmem_dashboard.entry import require_entry
+from convmem_dashboard.figures_budget import (
+    comparison_figure,
+    context_window_figure,
+    sweep_figure,
+    totals_figure,
+)
+from convmem_dashboard.tables_budget import (
+    comparison_table,
+    context_at_step,
+    context_table,
+    default_conversation,
+    drop_event_table,
+    limit_bounds,
+    sweep_grid,
+    sweep_table,
+)
+
+require_entry()
+
+#: Above this many messages the comparison and the sweep start collapsed (each costs extra
+#: replays, ~1 s per 10^5 messages); opening them computes them once (cached).
+LAZY_MESSAGES = 20_000
+#: History's keyword names (URL values of B's policies; no format_func, so the URL stays readable).
+POLICIES = ("pin_system", "pin_latest_user", "keep_tool_groups", "start_on_user")
+#: Target modes: off (target = limit), a percentage of the limit, or a token count.
+TARGET_MODES = ("off", "percent", "tokens")
+URL = "query-params"
+#: Steps shown by default: all of them up to this many (a long conversation opens on its start,
+#: at full resolution; widen the range to see all of it, downsampled).
+DEFAULT_WINDOW = 2000
+#: Rows of the message table sent to the browser at once (the CSV download has them all).
+TABLE_PAGE_ROWS = 1000
+
+
+def _drop_if(key: str, bad) -> None:
+    """Forget a widget value that no longer fits (another dataset or conversation)."""
+    if key in st.session_state and bad(st.session_state[key]):
+        del st.session_state[key]
+
+
+def _on_chart_pick() -> None:
+    """A click on a drop marker selects that event; a click on the line picks the context step."""
+    state = st.session_state.get("tot_pick")
+    points = state.selection.points if state is not None else []
+    for p in points:
+        cd = p.get("customdata")
+        if isinstance(cd, list):
+            cd = cd[0] if cd else None
+        if cd is not None:
+            st.session_state["ev"] = int(cd) + 1
+            return
+        if p.get("x") is not None:
+            st.session_state["ctx_step"] = int(p["x"])
+            return
+
+
+def _on_sweep_pick() -> None:
+    """A click on a point of the limit sweep sets the limit to that point's."""
+    state = st.session_state.get("sweep_pick")
+    for p in state.selection.points if state is not None else []:
+        if p.get("x") is not None:
+            st.session_state["limit"] = int(p["x"])
+            return
+
+
+st.title("Token budget")
+st.caption(
+    "Messages are added one by one to a History under a token limit; when the total passes the "
+    "limit, compaction drops the oldest messages (with the policies below). Every setting is in "
+    "the URL: copy it to share this exact view."
+)
+
+dataset = current_dataset()
+convs = {c.id: c for c in dataset.conversations}
+if not convs:
+    st.info("This dataset holds no conversation. Pick another one in the sidebar.")
+    st.stop()
+
+# ---------------------------------------------------------------------------------- settings (A)
+_drop_if("conv", lambda v: v not in convs)
+ids = list(convs)
+default_id = default_conversation(dataset.conversations) or ids[0]
+top = st.columns([3, 4])
+conv_id = top[0].selectbox(
+    "Conversation",
+    ids,
+    index=ids.index(default_id),
+    key="conv",
+    bind=URL,
+    help="Default: the conversation with the most tokens among the first ten.",
+)
+conv = convs[conv_id]
+n = len(conv.messages)
+top[0].caption(f"{n:,} messages · {conv.total_tokens:,} tokens")
+if n == 0:
+    st.info("This conversation has no message.")
+    st.stop()
+previous_scope = st.session_state.get("_tb_scope")
+if previous_scope is not None and previous_scope != (dataset.key, conv_id):
+    # Views of the old conversation; the comparison and the sweep go back to their default
+    # (collapsed on a big conversation: each costs extra replays).
+    for k in ("win", "ev", "ctx_step", "pg", "cmp", "sweep"):
+        st.session_state.pop(k, None)
+st.session_state["_tb_scope"] = (dataset.key, conv_id)
+
+bounds = limit_bounds(conv.total_tokens, conv.messages[0].tokens)
+_drop_if("limit", lambda v: not (isinstance(v, int) and bounds.lo <= v <= bounds.hi))
+limit = top[1].slider(
+    "Limit (tokens)",
+    bounds.lo,
+    bounds.hi,
+    bounds.default,
+    step=bounds.step,
+    key="limit",
+    bind=URL,
+    help="Compaction runs when the total passes the limit. A total equal to the limit fits.",
+)
+
+cols = st.columns([2, 2, 3, 3])
+pin_system = cols[0].toggle("Pin system", False, key="pin_sys", bind=URL, help="System messages are never dropped.")
+pin_latest_user = cols[0].toggle(
+    "Pin latest user", False, key="pin_user", bind=URL, help="The newest user message is never dropped."
+)
+keep_tool_groups = cols[1].toggle(
+    "Keep tool groups", False, key="tools", bind=URL,
+    help="A tool call and its results are dropped together; a result never outlives its call.",
+)
+start_on_user = cols[1].toggle(
+    "Start on user", False, key="on_user", bind=URL,
+    help="After a compaction, drop leading messages until the first non-system one is a user turn.",
+)
+with cols[2]:
+    tmode = st.radio(
+        "Target",
+        TARGET_MODES,
+        key="tmode",
+        bind=URL,
+        horizontal=True,
+        help="Compaction triggers at the limit and cuts down to the target: fewer, bigger cuts.",
+    )
+    target = None
+    if tmode == "percent":
+        pct = st.slider("Target (% of limit)", 5, 100, 50, step=5, key="tgt", bind=URL)
+        target = round(limit * pct / 100)
+    elif tmode == "tokens":
+        tokens_default = max(bounds.lo, bounds.default // 2)
+        raw = st.number_input("Target (tokens)", min_value=0, value=tokens_default, step=bounds.step, key="tgt_tok", bind=URL)
+        target = min(int(raw), limit)
+        if raw > limit:
+            st.caption(f"Clipped to the limit, {limit:,} tokens.")
+    if target is not None and target >= limit:
+        target = None
+with cols[3]:
+    summaries = st.toggle(
+        "Summaries", False, key="sum", bind=URL,
+        help="Each compaction folds what it dropped into one extractive summary (convmem.ExtractiveSummarizer).",
+    )
+    budget = None
+    if summaries:
+        cap = limit if target is None else target
+        sb_default = max(bounds.step, round(bounds.default / 10 / bounds.step) * bounds.step)
+        raw_budget = st.number_input(
+            "Summary budget (tokens)", min_value=0, value=sb_default, step=bounds.step, key="sb", bind=URL,
+            help="Tokens reserved for the summary: cuts go to target − budget; a longer summary is rejected.",
+        )
+        budget = min(int(raw_budget), cap)
+        if raw_budget > cap:
+            st.caption(f"Clipped to the {'target' if target is not None else 'limit'}, {cap:,} tokens.")
+
+settings = HistorySettings(
+    limit, target, pin_system, pin_latest_user, keep_tool_groups, start_on_user, budget
+)
+key = dataset.key
+file_stem = re.sub(r"[^A-Za-z0-9_.-]+", "_", conv_id)[:80]
+r = cb.get_replay(key, conv_id, settings)
+arrays = cb.get_arrays(key, conv_id, settings)
+stats = r.stats
+
+# ---------------------------------------------------------------------------------------- metrics
+m = st.columns(6)
+m[0].metric("Final total", f"{r.totals[-1]:,}", help=f"Tokens in context after the last add (limit {limit:,} tokens).")
+m[1].metric("Compactions", f"{stats.compactions:,}", help="Adds that dropped something from the context.")
+m[2].metric("Messages dropped", f"{stats.messages_dropped:,}", help=f"{stats.tokens_dropped:,} tokens in all (summaries not counted).")
+m[3].metric(
+    "Prefix changes", f"{stats.prefix_changes:,}",
+    help="Adds after which the context starts differently: each re-sends the whole prompt uncached.",
+)
+m[4].metric("Mean context", f"{stats.mean_context:,.0f}", help=f"Tokens in context after an add, on average; max {stats.max_context:,} tokens.")
+m[5].metric(
+    "Adds over limit", f"{stats.over_limit_steps:,}",
+    help="Adds after which pinned messages alone kept the total above the limit (History.over_limit).",
+)
+
+# ------------------------------------------------------------------------------ totals and events
+events = r.compactions
+n_events = len(events)
+nav = st.columns(2)
+if n > 1:
+    _drop_if("win", lambda v: not (isinstance(v, (tuple, list)) and len(v) == 2 and 0 <= v[0] <= v[1] <= n - 1))
+    win = nav[0].slider(
+        "Steps shown (add steps)", 0, n - 1, (0, min(n, DEFAULT_WINDOW) - 1), key="win", bind=URL,
+        help="Zoom both charts on a range of adds; large ranges are downsampled.",
+    )
+else:
+    win = (0, 0)
+selected = None
+if n_events > 1:
+    _drop_if("ev", lambda v: not (isinstance(v, int) and 1 <= v <= n_events))
+    selected = nav[1].slider(
+        "Drop event #", 1, n_events, 1, key="ev", bind=URL,
+        help="Which drop event to inspect below; or click a triangle in the chart.",
+    ) - 1
+elif n_events == 1:
+    selected = 0
+
+st.plotly_chart(
+    totals_figure(arrays, start=win[0], stop=win[1], selected=selected),
+    key="tot_pick",
+    on_select=_on_chart_pick,
+    selection_mode="points",
+)
+st.caption(
+    "Each point is the total after one add; dashed line = limit, dotted = target. Triangles mark "
+    "drop events (colour = main reason; hover for what went); click one to inspect it below."
+)
+
+st.subheader("Drop events")
+if selected is None:
+    st.info("Nothing was ever dropped: the whole conversation fits under this limit. Lower the limit.")
+else:
+    event = events[selected]
+    dropped_tokens = sum(d.tokens for d in event.dropped)
+    st.text(
+        f"Drop event {selected + 1} of {n_events}: add step {event.step} brought message "
+        f"{event.message_id}; trigger: {event.trigger}; total {event.total_before:,} → "
+        f"{event.total_after:,} tokens; dropped {len(event.dropped)} message(s), {dropped_tokens:,} tokens."
+    )
+    st.dataframe(drop_event_table(event, r.messages), hide_index=True, key="ev_table")
+    outcome = event.summary
+    if outcome is None:
+        st.text("Summary: none (summaries are off, or the message was refused on arrival).")
+    elif outcome.accepted:
+        replaced = f", replacing {outcome.replaced_id}" if outcome.replaced_id else ""
+        st.text(f"Summary {outcome.id} accepted: {outcome.tokens:,} of {outcome.budget:,} budget tokens{replaced}.")
+        text = next((s.content for s in r.summaries if s.id == outcome.id), None)
+        if text:
+            st.code(text, language=None, wrap_lines=True)
+    else:
+        st.text(f"Summary rejected, the previous one stays: {outcome.reason}.")
+
+st.plotly_chart(
+    context_window_figure(arrays, start=win[0], stop=win[1], selected_step=events[selected].step if selected is not None else None),
+    key="ctx_chart",
+)
+st.caption(
+    "One bar per message, from the add that brought it to the add that dropped it (colour = role; "
+    "× = dropped, colour = reason; purple row = summary). A vertical slice is the context at that step."
+)
+
+# ------------------------------------------------------------------------------ context at a step
+st.subheader("Context at a step")
+default_step = events[selected].step if selected is not None else n - 1
+_drop_if("ctx_step", lambda v: v is not None and not (isinstance(v, int) and 0 <= v <= n - 1))
+chosen = st.number_input(
+    "Add step (message #)", min_value=0, max_value=n - 1, value=None, step=1, key="ctx_step", bind=URL,
+    placeholder=f"{default_step} (the selected drop event; click the total line to pick a step)",
+)
+step = default_step if chosen is None else int(chosen)
+context = context_at_step(r, step, arrays)
+st.text(f"After add step {step}: {len(context)} message(s), {sum(x.tokens for x in context):,} tokens.")
+st.dataframe(context_table(context), hide_index=True, key="ctx_table", height=240)
+st.download_button(
+    "Download this context (JSON)",
+    cb.get_context_json(key, conv_id, settings, step),
+    file_name=f"context-{file_stem}-step{step}.json",
+    mime="application/json",
+    key="dl_ctx",
+    on_click="ignore",
+    help='OpenAI-like [{"id", "role", "tokens", "content"}], the summary included, in order.',
+)
+
+# ------------------------------------------------------------------------------------ A against B
+with st.expander("Compare with a second setting (B)", expanded=n <= LAZY_MESSAGES, key="cmp", bind=URL) as cmp:
+    if cmp.open:
+        bc = st.columns([2, 3, 2, 1])
+        b_limit = bc[0].number_input(
+            "B limit (tokens)", min_value=bounds.lo, value=None, step=bounds.step, key="b_limit", bind=URL,
+            placeholder=f"same as A ({limit:,})",
+        )
+        b_limit = limit if b_limit is None else int(b_limit)
+        b_pol = bc[1].multiselect(
+            "B policies", POLICIES, default=POLICIES, key="b_pol", bind=URL
+        )
+        b_pct = bc[2].slider("B target (% of its limit; 100 = off)", 5, 100, 50, step=5, key="b_tgt", bind=URL)
+        b_sum = bc[3].toggle("B summaries", False, key="b_sum", bind=URL, help="Same budget as A's summary budget.")
+        b_target = round(b_limit * b_pct / 100) if b_pct < 100 else None
+        b_cap = b_limit if b_target is None else b_target
+        b_budget = None
+        if b_sum:
+            base = budget if budget is not None else max(bounds.step, round(bounds.default / 10 / bounds.step) * bounds.step)
+            b_budget = min(base, b_cap)
+        settings_b = HistorySettings(
+            b_limit, b_target, *(p in b_pol for p in POLICIES), b_budget
+        )
+        stats_b = cb.get_stats(key, conv_id, settings_b)
+        st.dataframe(comparison_table(stats, stats_b), hide_index=True, key="cmp_table")
+        st.plotly_chart(comparison_figure(stats, stats_b), key="cmp_chart")
+        st.caption(
+            "Blue = A (the settings above), orange = B; each panel is one metric on its own scale. "
+            "Fewer prefix changes means more adds reuse the provider's prompt cache."
+        )
+
+# ---------------------------------------------------------------------------------------- sweep
+with st.expander("Limit sweep: pick a limit by eye", expanded=n <= LAZY_MESSAGES, key="sweep", bind=URL) as sweep:
+    if sweep.open:
+        count = st.slider("Limits to try", 5, 40, 20, key="sw_n", bind=URL,
+                          help=f"One replay per limit; this conversation has {n:,} messages.")
+        limits = sweep_grid(bounds.lo, bounds.hi, count, bounds.step)
+        rows = cb.get_sweep(key, conv_id, settings, limits)
+        st.plotly_chart(sweep_figure(rows, limit), key="sweep_pick", on_select=_on_sweep_pick, selection_mode="points")
+        st.caption(
+            "The current policies at other limits (a target keeps its % of the limit); the dotted "
+            "line is the current limit. Look for the knee where compactions stop falling fast; "
+            "click a point to use its limit."
+        )
+        st.dataframe(sweep_table(rows), hide_index=True, key="sweep_table")
+
+# ---------------------------------------------------------------------------------- every message
+st.subheader("Every message")
+table = cb.get_table(key, conv_id, settings)
+pages = max(1, -(-n // TABLE_PAGE_ROWS))
+if pages > 1:
+    _drop_if("pg", lambda v: not (isinstance(v, int) and 1 <= v <= pages))
+    page = st.pagination(pages, key="pg", bind=URL)
+else:
+    page = 1
+first = (page - 1) * TABLE_PAGE_ROWS
+st.dataframe(table.iloc[first : first + TABLE_PAGE_ROWS], hide_index=True, key="msg_table", height=360)
+st.caption(
+    f"Rows {first:,}–{min(n, first + TABLE_PAGE_ROWS) - 1:,} of {n:,} (one row per message; "
+    "'dropped at' is the add step that dropped it, empty while kept). The CSV has every row."
+)
+st.download_button(
+    "Download the table (CSV)",
+    lambda: cb.get_table_csv(key, conv_id, settings),
+    file_name=f"token-budget-{file_stem}.csv",
+    mime="text/csv",
+    key="dl_csv",
+    on_click="ignore",
+)

@@ -1,0 +1,318 @@
+"""Pure builders of the Token budget page (convmem_dashboard.figures_budget / tables_budget).
+
+Plain pytest, no streamlit: traces, axis titles with units, the limit / target / cut lines at the
+right y, drop markers at the right steps, downsampling bounds for 10^5 messages, and the tables
+(the context rebuilt from a replay equals convmem.context_at at every step).
+"""
+
+from __future__ import annotations
+
+import doctest
+import itertools
+import json
+import math
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from convmem import HistorySettings, Message, context_at, load_conversations, replay, sweep_limits
+from convmem.synthetic import generate_conversation
+from convmem_dashboard import figures_budget as fb
+from convmem_dashboard import tables_budget as tb
+from convmem_dashboard.colors import REASON_COLORS, ROLE_COLORS
+
+ROOT = Path(__file__).resolve().parent.parent
+
+SAMPLE = ROOT / "sample_data" / "shoppers.jsonl"
+
+
+def _msgs() -> list[Message]:
+    """System prompt, a user turn, a tool group, a hostile id, then more turns (tokens given)."""
+    return [
+        Message("s", "system", 30, content="You are a shop assistant."),
+        Message("u1", "user", 20, content="Where is my order?"),
+        Message("a1", "assistant", 10, tool_call_ids=("c1",)),
+        Message("t1", "tool", 25, content='{"status": "shipped"}', tool_call_id="c1"),
+        Message("<b>x</b>", "assistant", 15, content="It <script>shipped</script>."),
+        Message("u2", "user", 20, content="Thanks"),
+        Message("a2", "assistant", 30, content="Anything else?"),
+        Message("u3", "user", 10, content="No"),
+    ]
+
+
+@pytest.fixture(scope="module")
+def base():
+    r = replay(_msgs(), HistorySettings(limit=80))
+    return r, fb.replay_arrays(r)
+
+
+def _trace(fig, name):
+    found = [t for t in fig.data if t.name == name or (t.name or "").startswith(name)]
+    assert found, f"no trace named {name!r} in {[t.name for t in fig.data]}"
+    return found[0]
+
+
+# ------------------------------------------------------------------------------------ totals
+
+
+def test_totals_traces_axes_and_limit_line(base):
+    r, a = base
+    fig = fb.totals_figure(a)
+    names = [t.name for t in fig.data]
+    assert names == ["total after add", "limit", "drop events"]
+    assert all(t.type == "scatter" for t in fig.data)
+    assert fig.layout.xaxis.title.text == "add step (message #)"
+    assert "tokens" in fig.layout.yaxis.title.text
+    total = _trace(fig, "total after add")
+    assert list(total.x) == list(range(len(r.messages)))
+    assert list(total.y) == list(r.totals)
+    limit = _trace(fig, "limit")
+    assert list(limit.y) == [80, 80]
+    assert list(limit.x) == [0, len(r.messages) - 1]
+
+
+def test_drop_markers_at_compaction_steps_with_hover(base):
+    r, a = base
+    fig = fb.totals_figure(a)
+    marks = _trace(fig, "drop events")
+    assert list(marks.x) == [c.step for c in r.compactions]
+    assert list(marks.y) == [c.total_after for c in r.compactions]
+    assert list(marks.customdata) == list(range(len(r.compactions)))
+    for c, text in zip(r.compactions, marks.hovertext):
+        assert f"dropped {len(c.dropped)} message(s), {c.dropped_tokens:,} tokens" in text
+        for d in c.dropped:
+            assert d.reason in text
+    # colour = the reason that dropped the most tokens
+    assert set(marks.marker.color) <= set(REASON_COLORS.values())
+
+
+def test_hover_escapes_markup():
+    msgs = _msgs()
+    r = replay(msgs, HistorySettings(limit=40))
+    a = fb.replay_arrays(r)
+    fig = fb.context_window_figure(a)
+    texts = [str(t) for tr in fig.data if tr.hovertext is not None for t in tr.hovertext]
+    assert any("&lt;b&gt;x&lt;/b&gt;" in t for t in texts)
+    assert not any("<b>x</b>" in t for t in texts)
+
+
+def test_target_and_cut_lines_and_summary_area():
+    msgs = _msgs()
+    s = HistorySettings(limit=80, target=60, summary_budget=20)
+    r = replay(msgs, s, count_tokens=lambda text: len(text.split()))
+    a = fb.replay_arrays(r)
+    fig = fb.totals_figure(a)
+    assert list(_trace(fig, "target").y) == [60, 60]
+    assert list(_trace(fig, "cut to").y) == [40, 40]
+    assert r.stats.summaries_accepted >= 1
+    area = _trace(fig, "summary in context")
+    first = next(c for c in r.compactions if c.summary is not None and c.summary.accepted)
+    y = list(area.y)
+    assert y[first.step] == first.summary.tokens and all(v == 0 for v in y[: first.step])
+    # no target line when the target is off or equals the limit
+    for settings in (HistorySettings(80), HistorySettings(80, target=80)):
+        names = [t.name for t in fb.totals_figure(replay(msgs, settings)).data]
+        assert "target" not in names
+
+
+def test_selected_event_and_window(base):
+    r, a = base
+    fig = fb.totals_figure(a, selected=1)
+    sel = _trace(fig, "selected event")
+    assert list(sel.x) == [r.compactions[1].step] and list(sel.customdata) == [1]
+    lo, hi = 2, 5
+    fig = fb.totals_figure(a, start=lo, stop=hi)
+    assert list(_trace(fig, "total after add").x) == list(range(lo, hi + 1))
+    assert all(lo <= x <= hi for x in _trace(fig, "drop events").x)
+    assert list(_trace(fig, "limit").x) == [lo, hi]
+
+
+def test_empty_replay_figures():
+    r = replay([], HistorySettings(10))
+    for fig in (fb.totals_figure(r), fb.context_window_figure(r)):
+        assert len(fig.data) == 0 and fig.layout.xaxis.title.text == "add step (message #)"
+
+
+# ---------------------------------------------------------------------------- context window
+
+
+def test_context_window_bars_and_drop_marks(base):
+    r, a = base
+    fig = fb.context_window_figure(a)
+    assert fig.layout.xaxis.title.text == "add step (message #)"
+    assert "message #" in fig.layout.yaxis.title.text
+    roles = {m.role for m in r.messages}
+    for role in roles:
+        tr = _trace(fig, role)
+        assert tr.line.color == ROLE_COLORS[role]
+        xs, ys = list(tr.x), list(tr.y)
+        for k in range(0, len(xs), 3):  # (start, end, gap) per bar
+            i = int(ys[k])
+            assert r.messages[i].role == role and xs[k] == i
+            end = r.dropped_at[i] if r.dropped_at[i] is not None else len(r.messages) - 1
+            assert xs[k + 1] == end and math.isnan(xs[k + 2])
+    gone = [i for i, d in enumerate(r.dropped_at) if d is not None]
+    marks = [t for t in fig.data if t.name.startswith("dropped: ")]
+    pairs = sorted((int(y), int(x)) for t in marks for x, y in zip(t.x, t.y))
+    assert pairs == sorted((i, r.dropped_at[i]) for i in gone)
+    for t in marks:
+        assert t.marker.color == REASON_COLORS[t.name.removeprefix("dropped: ")]
+
+
+def test_context_window_summary_row_and_selected_line():
+    r = replay(_msgs(), HistorySettings(80, summary_budget=20), count_tokens=lambda t: len(t.split()))
+    fig = fb.context_window_figure(r, selected_step=4)
+    tr = _trace(fig, "summary")
+    assert set(y for y in tr.y if not (isinstance(y, float) and math.isnan(y))) == {-1.0}
+    assert any(sh.x0 == 4 for sh in fig.layout.shapes)
+
+
+# ------------------------------------------------------------------------------ 10^5 messages
+
+
+@pytest.fixture(scope="module")
+def huge():
+    conv = generate_conversation(100_000, seed=7)
+    r = replay(conv.messages, HistorySettings(32_000))
+    return r, fb.replay_arrays(r)
+
+
+def test_downsampling_bounds_points_for_1e5(huge):
+    r, a = huge
+    assert a.n == 100_000 and len(a.events) > 10_000
+    fig = fb.totals_figure(a, selected=0, max_points=4000, max_markers=400)
+    line = _trace(fig, "total after add")
+    assert len(line.x) <= 4000
+    # the envelope survives: the extremes are kept
+    assert max(line.y) == max(r.totals) and min(line.y) == min(r.totals)
+    assert list(line.x) == sorted(line.x)
+    marks = _trace(fig, "drop events")
+    assert len(marks.x) <= 400 and "biggest" in marks.name
+    # the biggest drop of the whole replay is among the markers kept
+    assert int(np.argmax(a.ev_tokens)) in list(marks.customdata)
+    win = fb.context_window_figure(a, max_bars=2000)
+    bars = sum(len(t.x) // 3 for t in win.data if t.mode == "lines")
+    assert bars <= 2000 + 4
+    assert "every" in win.layout.title.text
+    assert not [t for t in win.data if t.name.startswith("dropped: ")]  # would hide the bars
+    # a zoomed window is drawn at full resolution
+    zoom = fb.totals_figure(a, start=1000, stop=1999)
+    assert list(_trace(zoom, "total after add").y) == list(r.totals[1000:2000])
+
+
+def test_minmax_indices():
+    y = np.array([0, 5, 1, 9, 2, 2, 7, 3, 8, 1], dtype=np.int64)
+    assert list(fb.minmax_indices(y, 100)) == list(range(10))
+    idx = fb.minmax_indices(y, 6)
+    assert len(idx) <= 6 and idx[0] == 0 and idx[-1] == 9
+    assert y[idx].max() == 9 and y[idx].min() == 0
+
+
+# ------------------------------------------------------------------------- sweep, comparison
+
+
+def test_sweep_figure():
+    msgs = _msgs()
+    rows = sweep_limits(msgs, HistorySettings(80), [40, 80, 120, 200])
+    fig = fb.sweep_figure(rows, current_limit=80)
+    assert [t.name for t in fig.data] == ["compactions", "mean context", "messages dropped"]
+    for t in fig.data:
+        assert list(t.x) == [40, 80, 120, 200]
+    assert list(fig.data[0].y) == [r.stats.compactions for r in rows]
+    assert list(fig.data[2].y) == [r.stats.messages_dropped for r in rows]
+    assert fig.layout.xaxis3.title.text == "limit (tokens)"
+    assert "tokens" in fig.layout.yaxis2.title.text
+    assert any(sh.x0 == 80 and sh.x1 == 80 for sh in fig.layout.shapes)
+
+
+def test_comparison_figure_and_table():
+    msgs = _msgs()
+    a = replay(msgs, HistorySettings(60)).stats
+    b = replay(msgs, HistorySettings.all_policies(60, target=30)).stats
+    fig = fb.comparison_figure(a, b)
+    assert len(fig.data) == 2 * len(fb.COMPARISON_METRICS)
+    assert all(t.type == "bar" for t in fig.data)
+    for k, (attr, _label, unit) in enumerate(fb.COMPARISON_METRICS):
+        ta, tb_ = fig.data[2 * k], fig.data[2 * k + 1]
+        assert list(ta.y) == [getattr(a, attr)] and list(tb_.y) == [getattr(b, attr)]
+        assert ta.marker.color == fb.SETTING_COLORS["A"] and tb_.marker.color == fb.SETTING_COLORS["B"]
+        yaxis = fig.layout["yaxis" if k == 0 else f"yaxis{k + 1}"]
+        assert yaxis.title.text == unit
+    table = tb.comparison_table(a, b)
+    row = table.set_index("metric").loc["prefix changes (uncached re-sends)"]
+    assert (row["A"], row["B"], row["B − A"]) == (a.prefix_changes, b.prefix_changes, b.prefix_changes - a.prefix_changes)
+    assert table.set_index("metric").loc["mean context", "A"] == round(a.mean_context, 1)
+
+
+# ------------------------------------------------------------------------------------ tables
+
+
+def test_messages_table(base):
+    r, _ = base
+    df = tb.messages_table(r)
+    assert list(df.columns) == list(tb.MESSAGE_COLUMNS)
+    assert len(df) == len(r.messages)
+    for i, row in enumerate(df.itertuples(index=False)):
+        m = r.messages[i]
+        assert (row.step, row.id, row.role, row.tokens) == (i, m.id, m.role, m.tokens)
+        d = r.dropped_at[i]
+        if d is None:
+            assert row.status == "kept" and row.reason == "" and row[4] is pd.NA
+            assert row[8] == len(r.messages) - i
+        else:
+            assert row.status == "dropped" and row[4] == d and row.reason == r.drop_reason[i]
+            assert row[8] == d - i
+    assert df.equals(tb.messages_table(r, tb.base_table(r.messages)))
+    csv = df.to_csv(index=False)
+    assert csv.splitlines()[0].startswith("step,id,role,tokens,dropped at,status,reason")
+
+
+def test_drop_event_table(base):
+    r, _ = base
+    c = r.compactions[0]
+    df = tb.drop_event_table(c, r.messages)
+    assert list(df["id"]) == c.dropped_ids
+    assert list(df["reason"]) == [d.reason for d in c.dropped]
+    assert list(df["added at"]) == [d.added_step for d in c.dropped]
+
+
+SETTINGS_GRID = [
+    HistorySettings(limit, target, *flags, budget)
+    for limit, (target, budget) in itertools.product((300, 600), ((None, None), (200, None), (None, 120), (450, 100)))
+    for flags in itertools.product((False, True), repeat=4)
+    if target is None or target <= limit
+]
+
+
+@pytest.mark.parametrize("conv_index", [0, 3, 5])
+def test_context_at_step_equals_convmem_context_at(conv_index):
+    conv = load_conversations(SAMPLE)[conv_index]
+    for s in SETTINGS_GRID:
+        r = replay(conv.messages, s)
+        a = fb.replay_arrays(r)
+        for step in range(len(conv.messages)):
+            assert tb.context_at_step(r, step, a) == context_at(conv.messages, s, step), (s, step)
+
+
+def test_context_json_shape():
+    r = replay(_msgs(), HistorySettings(80))
+    ctx = tb.context_at_step(r, 7)
+    records = json.loads(tb.context_json(ctx))
+    assert [x["id"] for x in records] == [m.id for m in ctx]
+    assert all({"id", "role", "tokens", "content"} <= set(x) for x in records)
+    with pytest.raises(ValueError, match="step"):
+        tb.context_at_step(r, 8)
+
+
+def test_limit_bounds_and_grid():
+    assert doctest.testmod(tb).failed == 0
+    lo, hi, step, default = tb.limit_bounds(6024, 1198)
+    assert lo == step and hi >= 6024 and lo <= default <= hi and default % step == 0
+    assert default >= 2 * 1198  # the system prompt fits
+    grid = tb.sweep_grid(lo, hi, 12, step)
+    assert grid[0] == lo and grid[-1] == hi and list(grid) == sorted(set(grid))
+    convs = load_conversations(SAMPLE)
+    best = tb.default_conversation(convs)
+    assert best == max(convs[:10], key=lambda c: c.total_tokens).id

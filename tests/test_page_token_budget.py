@@ -1,0 +1,243 @@
+"""AppTest for the Token budget page: the numbers shown equal convmem.replay's for the settings shown.
+
+Every expected number is computed here with convmem directly (replay, context_at), never read back
+from the page's own helpers, except the widget ranges (tables_budget.limit_bounds), which are the
+page's choice.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pandas as pd
+import pytest
+from streamlit.testing.v1 import AppTest
+
+from convmem import HistorySettings, context_at, load_conversations, replay
+from convmem_dashboard.tables_budget import MESSAGE_COLUMNS, default_conversation, limit_bounds
+
+ROOT = Path(__file__).resolve().parent.parent
+SAMPLE = ROOT / "sample_data" / "shoppers.jsonl"
+PAGE = "pages/token_budget.py"
+
+
+@pytest.fixture(scope="module")
+def convs():
+    if not SAMPLE.is_file():
+        pytest.skip(f"{SAMPLE} not generated yet (scripts/make_sample_data.py)")
+    return {c.id: c for c in load_conversations(SAMPLE)}
+
+
+@pytest.fixture(scope="module")
+def default_conv(convs):
+    return convs[default_conversation(list(convs.values()))]
+
+
+def open_page(query: dict | None = None, data: str | None = None) -> AppTest:
+    at = AppTest.from_file(str(ROOT / "dashboard.py"), default_timeout=60)
+    if query:
+        at.query_params.update(query)
+    at.run()
+    at.switch_page(PAGE)
+    if data:
+        at.session_state["data"] = data  # the sidebar's dataset picker (convmem_dashboard.data)
+    return at.run()
+
+
+def ok(at: AppTest) -> AppTest:
+    assert not at.exception, [e.value for e in at.exception]
+    return at
+
+
+def metrics(at: AppTest) -> dict[str, str]:
+    return {m.label: m.value for m in at.metric}
+
+
+def assert_metrics(at: AppTest, r) -> None:
+    shown = metrics(ok(at))
+    s = r.stats
+    assert shown == {
+        "Final total": f"{r.totals[-1]:,}",
+        "Compactions": f"{s.compactions:,}",
+        "Messages dropped": f"{s.messages_dropped:,}",
+        "Prefix changes": f"{s.prefix_changes:,}",
+        "Mean context": f"{s.mean_context:,.0f}",
+        "Adds over limit": f"{s.over_limit_steps:,}",
+    }
+
+
+def widget_values(at: AppTest) -> dict:
+    out = {}
+    for kind in ("slider", "toggle", "selectbox", "radio", "number_input", "multiselect"):
+        for w in getattr(at, kind):
+            if w.key:
+                out[w.key] = w.value
+    return out
+
+
+def test_first_load_shows_compactions(default_conv):
+    at = ok(open_page())
+    bounds = limit_bounds(default_conv.total_tokens, default_conv.messages[0].tokens)
+    values = widget_values(at)
+    assert values["conv"] == default_conv.id
+    assert values["limit"] == bounds.default
+    assert not any(values[k] for k in ("pin_sys", "pin_user", "tools", "on_user", "sum"))
+    assert values["tmode"] == "off"
+    r = replay(default_conv.messages, HistorySettings(bounds.default))
+    assert_metrics(at, r)
+    assert r.stats.compactions >= 3  # something to look at on first load
+    assert len(at.get("plotly_chart")) >= 2
+    assert len(at.caption) >= 3
+
+
+def test_limit_slider_retunes_the_numbers(default_conv):
+    at = open_page()
+    bounds = limit_bounds(default_conv.total_tokens, default_conv.messages[0].tokens)
+    before = metrics(at)
+    for limit in (bounds.default * 2, bounds.lo * 20, bounds.hi):
+        limit = min(bounds.hi, limit - limit % bounds.step)
+        at.slider(key="limit").set_value(limit).run()
+        assert_metrics(at, replay(default_conv.messages, HistorySettings(limit)))
+    assert metrics(at) != before
+    assert metrics(at)["Compactions"] == "0"  # the top of the range fits the whole conversation
+
+
+def test_policy_toggles(default_conv):
+    at = open_page()
+    limit = at.slider(key="limit").value
+    at.toggle(key="pin_sys").set_value(True).run()
+    assert_metrics(at, replay(default_conv.messages, HistorySettings(limit, pin_system=True)))
+    at.toggle(key="tools").set_value(True).run()
+    at.toggle(key="on_user").set_value(True).run()
+    at.toggle(key="pin_user").set_value(True).run()
+    assert_metrics(at, replay(default_conv.messages, HistorySettings.all_policies(limit)))
+
+
+def test_target_and_summaries(default_conv):
+    at = open_page()
+    limit = at.slider(key="limit").value
+    at.radio(key="tmode").set_value("percent").run()
+    pct = at.slider(key="tgt").value
+    target = round(limit * pct / 100)
+    assert_metrics(at, replay(default_conv.messages, HistorySettings(limit, target)))
+    at.toggle(key="sum").set_value(True).run()
+    budget = min(int(at.number_input(key="sb").value), target)
+    r = replay(default_conv.messages, HistorySettings(limit, target, summary_budget=budget))
+    assert_metrics(at, r)
+    assert r.stats.summaries_accepted >= 1
+    # the selected drop event shows its summary outcome, in plain text
+    assert any(t.value.startswith("Summary summary-1 accepted") for t in at.text)
+    at.radio(key="tmode").set_value("tokens").run()
+    at.number_input(key="tgt_tok").set_value(limit // 3).run()
+    target = limit // 3
+    assert_metrics(at, replay(default_conv.messages, HistorySettings(limit, target, summary_budget=min(budget, target))))
+
+
+def test_url_state_reproduces_the_view(convs):
+    conv = convs["raj_ali_9480-1"] if "raj_ali_9480-1" in convs else list(convs.values())[1]
+    bounds = limit_bounds(conv.total_tokens, conv.messages[0].tokens)
+    limit = bounds.lo * 40
+    query = {
+        "conv": conv.id,
+        "limit": str(limit),
+        "pin_sys": "true",
+        "tools": "true",
+        "tmode": "percent",
+        "tgt": "60",
+        "sum": "true",
+        "sb": str(bounds.step * 6),
+        "ev": "2",
+        "ctx_step": "5",
+        "b_pol": ["pin_system", "start_on_user"],
+        "b_tgt": "70",
+    }
+    at = ok(open_page(query))
+    values = widget_values(at)
+    assert values["conv"] == conv.id
+    assert values["limit"] == limit
+    assert (values["pin_sys"], values["pin_user"], values["tools"], values["on_user"]) == (True, False, True, False)
+    assert (values["tmode"], values["tgt"], values["sum"], values["sb"]) == ("percent", 60, True, bounds.step * 6)
+    assert (values["ev"], values["ctx_step"]) == (2, 5)
+    assert (values["b_pol"], values["b_tgt"]) == (["pin_system", "start_on_user"], 70)
+    target = round(limit * 0.6)
+    settings = HistorySettings(limit, target, True, False, True, False, min(bounds.step * 6, target))
+    r = replay(conv.messages, settings)
+    assert_metrics(at, r)
+    event = r.compactions[1]
+    assert any(t.value.startswith(f"Drop event 2 of {len(r.compactions)}: add step {event.step} ") for t in at.text)
+    ctx = context_at(conv.messages, settings, 5)
+    assert any(t.value == f"After add step 5: {len(ctx)} message(s), {sum(m.tokens for m in ctx):,} tokens." for t in at.text)
+
+
+def test_bad_url_values_fall_back_to_defaults(default_conv):
+    at = ok(open_page({"conv": "no-such-conversation", "limit": "999999999", "tmode": "sideways", "ev": "abc"}))
+    bounds = limit_bounds(default_conv.total_tokens, default_conv.messages[0].tokens)
+    values = widget_values(at)
+    assert (values["conv"], values["limit"], values["tmode"]) == (default_conv.id, bounds.default, "off")
+
+
+def test_drop_event_selection_and_context_step(default_conv):
+    at = open_page()
+    limit = at.slider(key="limit").value
+    r = replay(default_conv.messages, HistorySettings(limit))
+    at.slider(key="ev").set_value(3).run()
+    event = r.compactions[2]
+    assert any(t.value.startswith(f"Drop event 3 of {len(r.compactions)}: add step {event.step} ") for t in ok(at).text)
+    tables = [d.value for d in at.dataframe if list(d.value.columns)[:2] == ["id", "role"]]
+    assert list(tables[0]["id"]) == event.dropped_ids
+    assert list(tables[0]["reason"]) == [d.reason for d in event.dropped]
+    # the context step follows the selected event until one is chosen
+    ctx = context_at(default_conv.messages, r.settings, event.step)
+    context_tables = [d.value for d in at.dataframe if list(d.value.columns)[:2] == ["#", "id"]]
+    assert list(context_tables[0]["id"]) == [m.id for m in ctx]
+    at.number_input(key="ctx_step").set_value(len(default_conv.messages) - 1).run()
+    ctx = context_at(default_conv.messages, r.settings, len(default_conv.messages) - 1)
+    context_tables = [d.value for d in at.dataframe if list(d.value.columns)[:2] == ["#", "id"]]
+    assert list(context_tables[0]["id"]) == [m.id for m in ctx]
+
+
+def test_table_and_downloads(default_conv):
+    at = ok(open_page())
+    limit = at.slider(key="limit").value
+    r = replay(default_conv.messages, HistorySettings(limit))
+    table = next(d.value for d in at.dataframe if list(d.value.columns) == list(MESSAGE_COLUMNS))
+    assert list(table["id"]) == [m.id for m in default_conv.messages]
+    assert [None if pd.isna(v) else int(v) for v in table["dropped at"]] == list(r.dropped_at)
+    assert list(table["reason"]) == [x or "" for x in r.drop_reason]
+    labels = {b.label: b for b in at.download_button}
+    assert "Download the table (CSV)" in labels
+    assert labels["Download this context (JSON)"].proto.url.endswith(".json")
+
+
+def test_comparison_a_against_b(default_conv):
+    at = ok(open_page())
+    limit = at.slider(key="limit").value
+    a = replay(default_conv.messages, HistorySettings(limit)).stats
+    b = replay(default_conv.messages, HistorySettings.all_policies(limit, target=round(limit * 0.5))).stats
+    cmp = next(d.value for d in at.dataframe if list(d.value.columns) == ["metric", "unit", "A", "B", "B − A"])
+    rows = cmp.set_index("metric")
+    assert (rows.loc["compactions", "A"], rows.loc["compactions", "B"]) == (a.compactions, b.compactions)
+    assert (rows.loc["prefix changes (uncached re-sends)", "A"], rows.loc["prefix changes (uncached re-sends)", "B"]) == (
+        a.prefix_changes,
+        b.prefix_changes,
+    )
+    assert rows.loc["tokens dropped", "B"] == b.tokens_dropped
+    # B's own widgets: a different B limit
+    at.number_input(key="b_limit").set_value(limit * 2).run()
+    b2 = replay(default_conv.messages, HistorySettings.all_policies(limit * 2, target=limit)).stats
+    rows = next(d.value for d in ok(at).dataframe if list(d.value.columns)[:2] == ["metric", "unit"]).set_index("metric")
+    assert rows.loc["max context", "B"] == b2.max_context
+
+
+@pytest.mark.parametrize("data", ["synthetic-1000", "retail"])
+def test_other_datasets(data):
+    from convmem_dashboard.data import RETAIL_FILE, get_dataset
+
+    if data == "retail" and not RETAIL_FILE.is_file():
+        pytest.skip("real retail data not found (needs ../shared/real_data)")
+    at = ok(open_page(data=data))
+    conv = get_dataset(data).conversation(at.selectbox(key="conv").value)
+    limit = at.slider(key="limit").value
+    assert_metrics(at, replay(conv.messages, HistorySettings(limit)))
+    at.toggle(key="tools").set_value(True).run()
+    assert_metrics(at, replay(conv.messages, HistorySettings(limit, keep_tool_groups=True)))
