@@ -323,7 +323,7 @@ class History:
         self._latest_user: _Item | None = None
         self._groups: dict[str, _Group] = {}  # tool call id -> group
         self._group_of: dict[int, _Group] = {}  # seq of a kept assistant message -> its group
-        self._last_assistant: _Group | None = None
+        self._last_assistant = -1  # seq of the most recent assistant message (positional groups)
         self._frontier = -1  # seq of the newest message dropped from the oldest end
         self._step = 0
         self._records: deque[tuple] = deque(maxlen=records)
@@ -435,19 +435,26 @@ class History:
                     self._head_user = None
                     self._run.appendleft(old)
 
-        if self._keep_tool_groups:
+        if self._keep_tool_groups and (role == "assistant" or role == "tool"):
             if role == "assistant":
-                group = _Group()
-                self._group_of[step] = group
-                self._last_assistant = group
-                for call_id in message.tool_call_ids:
-                    self._groups[call_id] = group
-            elif role == "tool":
+                self._last_assistant = step
+                if message.tool_call_ids:  # a group object only for messages that call tools
+                    group = _Group()
+                    self._group_of[step] = group
+                    for call_id in message.tool_call_ids:
+                        self._groups[call_id] = group
+            else:
                 group = None
                 if message.tool_call_id is not None:
                     group = self._groups.get(message.tool_call_id)
                 if group is None:
-                    group = self._last_assistant
+                    # By position: the most recent assistant message, if it is still kept (an
+                    # assistant message is only ever dropped from the oldest end).
+                    last = self._last_assistant
+                    if last > self._frontier:
+                        group = self._group_of.get(last)
+                        if group is None:
+                            group = self._group_of[last] = _Group()
                 if group is None or group.dead:
                     # Refused on arrival: a tool result is never left without its call.
                     return self._finish(step, message, peak, [(item, TOOL_GROUP)], TRIGGER_ARRIVAL)
