@@ -15,6 +15,8 @@ large, so sharing one object beats ``st.cache_data``'s pickled copy on every rer
 from __future__ import annotations
 
 import hashlib
+from collections import OrderedDict
+import re
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -34,6 +36,7 @@ __all__ = [
     "get_dataset",
     "register_upload",
     "available_keys",
+    "md_escape",
 ]
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -48,9 +51,21 @@ MAX_UPLOAD_BYTES = 50 * 1024 * 1024
 _DATA_KEY = "data"
 
 
+_MD_SPECIAL = re.compile(r"([!-/:-@\[-`{-~])")  # every ASCII punctuation character
+
+
+def md_escape(text: str) -> str:
+    """``text`` backslash-escaped so Markdown (st.caption, st.metric...) shows it literally."""
+    return _MD_SPECIAL.sub(r"\\\1", text)
+
+
 @dataclass(frozen=True)
 class Dataset:
-    """Conversations in use and where they came from."""
+    """Conversations in use and where they came from.
+
+    ``label`` and ``note`` are shown in Markdown (st.metric, st.caption): user text in them (an
+    upload's file name) is escaped with :func:`md_escape`, so it is never rendered as Markdown/HTML.
+    """
 
     key: str
     label: str
@@ -68,10 +83,15 @@ class Dataset:
         raise KeyError(conv_id)
 
 
-@st.cache_resource(show_spinner=False, max_entries=16)
-def _uploads() -> dict[str, tuple[str, tuple[Conversation, ...]]]:
-    """Parsed uploads by key, shared by the sessions of this server (keys are content hashes)."""
-    return {}
+#: Parsed uploads kept at once by a server (the oldest goes first; its key falls back to the sample).
+MAX_UPLOADS_KEPT = 8
+
+
+@st.cache_resource(show_spinner=False)
+def _uploads() -> OrderedDict[str, tuple[str, tuple[Conversation, ...]]]:
+    """Parsed uploads by key, shared by the sessions of this server (keys are content hashes),
+    bounded by MAX_UPLOADS_KEPT so a long-running server's memory stays bounded."""
+    return OrderedDict()
 
 
 def register_upload(name: str, data: bytes) -> str:
@@ -87,6 +107,10 @@ def register_upload(name: str, data: bytes) -> str:
         if not conversations:
             raise FormatError("the file holds no conversation", source=name)
         registry[key] = (name, tuple(conversations))
+        while len(registry) > MAX_UPLOADS_KEPT:
+            registry.popitem(last=False)
+    else:
+        registry.move_to_end(key)
     return key
 
 
@@ -123,7 +147,7 @@ def _label(key: str) -> str:
         return f"Synthetic, {int(key.removeprefix('synthetic-')):,} messages"
     if key.startswith("upload:"):
         entry = _uploads().get(key)
-        return f"Upload: {entry[0]}" if entry else "Upload (gone; upload again)"
+        return f"Upload: {md_escape(entry[0])}" if entry else "Upload (gone; upload again)"
     return key
 
 
@@ -133,7 +157,7 @@ def get_dataset(key: str) -> Dataset:
         entry = _uploads().get(key)
         if entry is not None:
             name, conversations = entry
-            return Dataset(key, _label(key), conversations, f"uploaded file {name}")
+            return Dataset(key, _label(key), conversations, f"uploaded file {md_escape(name)}")
         key = "sample"
     if key not in ("sample", "retail") and not (
         key.startswith("synthetic-") and key.removeprefix("synthetic-").isdigit()

@@ -45,6 +45,12 @@ def simulate(
     return run_simulation(messages, page_size, FaultConfig(*faults), LoadSettings(*load))
 
 
+@st.cache_resource(show_spinner=False, max_entries=32)
+def truth_frame(run_key: tuple, only_problems: bool, _run: FlakyRun):
+    """The truth table of a cached run, built once per run (``run_key`` = simulate's arguments)."""
+    return truth_table(_run, only_problems=only_problems)
+
+
 @st.cache_data(show_spinner=False, max_entries=16)
 def conversation_choices(dataset_key: str) -> tuple[tuple[str, ...], dict[str, int], int]:
     """Conversation ids, their message counts, and the default (the longest, first on a tie)."""
@@ -162,7 +168,8 @@ except (ValueError, TypeError) as exc:
     st.code(str(exc), language=None, wrap_lines=True)
     st.stop()
 try:
-    run = simulate(dataset.key, conv_id, int(page_size), faults, load)
+    run_key = (dataset.key, conv_id, int(page_size), faults, load)
+    run = simulate(*run_key)
 except Exception as exc:  # noqa: BLE001 - shown as a message, never as a traceback
     st.error("The simulated load could not run:", icon=":material/error:")
     st.code(f"{type(exc).__name__}: {exc}", language=None, wrap_lines=True)
@@ -247,11 +254,12 @@ else:
     else:
         st.warning("The load differs from the truth:", icon=":material/difference:")
         st.code(run.explanation, language=None, wrap_lines=True)
-    problems = truth_table(run, only_problems=True)
+    problems = truth_frame(run_key, True, run)
     if len(problems):
         st.dataframe(problems, hide_index=True)
-    with st.expander("Every message of the truth with its fate"):
-        st.dataframe(truth_table(run), hide_index=True)
+    # A toggle, not an expander: an expander's table is sent to the browser even when closed.
+    if st.toggle("Show every message of the truth with its fate", key="truth_all", **URL):
+        st.dataframe(truth_frame(run_key, False, run), hide_index=True)
 
 st.subheader("Injected faults against outcomes")
 st.dataframe(fault_outcome_table(run, upto), hide_index=True)

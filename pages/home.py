@@ -73,4 +73,5 @@ if error := st.session_state.get("upload_error"):
     st.error("Could not read the upload; nothing was loaded. What is wrong and where:", icon=":material/error:")
     st.code(error, language=None, wrap_lines=True)  # user text: shown verbatim, never as markdown/HTML
 elif st.session_state.get("upload_key") == dataset.key:
-    st.success(f"Using the uploaded file: {len(dataset.conversations)} conversations.")
+    n = len(dataset.conversations)
+    st.success(f"Using the uploaded file: {n} conversation{'s' if n != 1 else ''}.")

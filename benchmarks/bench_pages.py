@@ -1,0 +1,199 @@
+"""Each dashboard page's rerun time on a 10^5-message conversation, with Streamlit's AppTest.
+
+    .venv/bin/python benchmarks/bench_pages.py [--data synthetic-100000] [--repeat 5] [--cold 3]
+
+For each page (home, flaky_store, token_budget, listing_eviction), opened with ``?data=<key>``:
+
+- cold: st.cache_data and st.cache_resource cleared, a new session, its first run (this includes
+  generating the dataset);
+- new session: a new session's first run with the caches warm (a second visitor opening the link);
+- rerun: a rerun with nothing changed;
+- change (new): a rerun after the page's main widget takes a value never shown before (token
+  budget: the limit slider; flaky store: the failure rate; listing eviction: max_listings; home:
+  uploading a new 10^5-message OpenAI JSONL file, different bytes each time);
+- change (cached): the same widget moved back to a value already shown (home: the same file
+  uploaded again), so cached results are hit.
+
+Each figure is the median of --repeat runs (--cold for the cold column). The baseline is a bare
+AppTest of a one-line script (``st.write("hello")``) rerun in the same process, so every figure is
+also a ratio: the machine's speed and AppTest's own overhead cancel out. Goal (issue 4): under 1 s
+after a widget change. AppTest time is script time plus building the element tree, close to the
+server's time for a rerun (no browser, no websocket). Nothing here asserts.
+"""
+
+from __future__ import annotations
+
+import argparse
+import logging
+import os
+import statistics
+import sys
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
+TIKTOKEN_CACHE = ROOT.parent / "shared" / "real_data" / "tokenizers" / "tiktoken_cache"
+if TIKTOKEN_CACHE.is_dir():  # as tests/conftest.py: tiktoken reads its files from here, no network
+    os.environ.setdefault("TIKTOKEN_CACHE_DIR", str(TIKTOKEN_CACHE))
+
+import streamlit as st  # noqa: E402
+from streamlit.testing.v1 import AppTest  # noqa: E402
+
+from convmem.synthetic import generate_conversation, to_openai_jsonl  # noqa: E402
+
+DASHBOARD = str(ROOT / "dashboard.py")
+TIMEOUT = 600.0
+# page, its main widget's key (None: home, whose change is an upload)
+PAGES = (
+    ("home", "pages/home.py", None),
+    ("flaky_store", "pages/flaky_store.py", "rate"),
+    ("token_budget", "pages/token_budget.py", "limit"),
+    ("listing_eviction", "pages/listing_eviction.py", "cap"),
+)
+COLUMNS = ("cold", "new session", "rerun", "change (new)", "change (cached)")
+
+
+def quiet() -> None:
+    """Silence Streamlit's bare-mode warnings ("missing ScriptRunContext"); AppTest resets levels."""
+    for name in list(logging.root.manager.loggerDict):
+        if name.startswith("streamlit"):
+            logging.getLogger(name).setLevel(logging.ERROR)
+
+
+def timed_run(at: AppTest) -> float:
+    t0 = time.perf_counter()
+    at.run(timeout=TIMEOUT)
+    elapsed = time.perf_counter() - t0
+    quiet()
+    if at.exception:
+        raise RuntimeError(f"the page raised: {[e.value for e in at.exception]}")
+    return elapsed
+
+
+def open_page(path: str, data: str) -> AppTest:
+    at = AppTest.from_file(DASHBOARD, default_timeout=TIMEOUT)
+    at.query_params["data"] = data
+    at.switch_page(path)  # before the first run: the page is found by its file name
+    return at
+
+
+def new_values(slider, count: int) -> list:
+    """``count`` values of the slider never used before: below the default first, then above."""
+    lo, hi, step, default = slider.min, slider.max, slider.step, slider.value
+    out, k = [], 1
+    while len(out) < count and k < 10_000:
+        for v in (default - k * step, default + k * step):
+            if lo <= v <= hi and len(out) < count:
+                out.append(round(v, 10) if isinstance(v, float) else v)
+        k += 1
+    if isinstance(default, int):
+        out = [int(v) for v in out]
+    if len(out) < count:
+        raise ValueError(f"slider {slider.key!r} has fewer than {count} other values")
+    return out
+
+
+def jsonl_upload(n: int, seed: int) -> bytes:
+    return to_openai_jsonl([generate_conversation(n, seed=seed)]).encode()
+
+
+def bench_page(name: str, path: str, key: str | None, data: str, repeat: int, cold_repeat: int) -> dict:
+    times: dict[str, list[float]] = {c: [] for c in COLUMNS}
+    for _ in range(cold_repeat):
+        st.cache_data.clear()
+        st.cache_resource.clear()
+        times["cold"].append(timed_run(open_page(path, data)))
+    for _ in range(repeat):
+        at = open_page(path, data)
+        times["new session"].append(timed_run(at))
+    timed_run(at)  # settle: one rerun after the first (pages may rerun once to clean state)
+    for _ in range(repeat):
+        times["rerun"].append(timed_run(at))
+    if key is None:  # home: upload a new 10^5-message file, then the same file again
+        n = sum(len(c.messages) for c in _dataset(data))
+        files = [jsonl_upload(n, seed=1_000 + i) for i in range(repeat)]
+        for i, blob in enumerate(files):
+            at.get("file_uploader")[0].set_value((f"big{i}.jsonl", blob, "application/jsonl"))
+            times["change (new)"].append(timed_run(at))
+            _check_upload(at, n)
+            at.get("file_uploader")[0].set_value((f"big{i}.jsonl", blob, "application/jsonl"))
+            times["change (cached)"].append(timed_run(at))
+            _check_upload(at, n)
+        extra = f"upload of {len(files[0]) / 1e6:.1f} MB ({n:,} messages)"
+    else:
+        slider = at.slider(key=key)
+        base = slider.value
+        for v in new_values(slider, repeat):
+            at.slider(key=key).set_value(v)
+            times["change (new)"].append(timed_run(at))
+            assert at.slider(key=key).value == v, (key, v, at.slider(key=key).value)
+            at.slider(key=key).set_value(base)  # a value computed before: cached
+            times["change (cached)"].append(timed_run(at))
+            assert at.slider(key=key).value == base
+        extra = f"slider {key!r}: {base} -> new values, and back to {base}"
+    return {"name": name, "median": {c: statistics.median(v) for c, v in times.items()}, "note": extra}
+
+
+def _dataset(data: str):
+    from convmem_dashboard.data import get_dataset
+
+    return get_dataset(data).conversations
+
+
+def _check_upload(at: AppTest, n: int) -> None:
+    if at.error:
+        raise RuntimeError(f"upload refused: {[c.value for c in at.code]}")
+    shown = {m.label: m.value for m in at.metric}
+    if shown.get("Messages") != f"{n:,}":
+        raise RuntimeError(f"upload not in use: {shown}")
+
+
+def baseline(repeat: int) -> tuple[float, float]:
+    """A bare AppTest of a one-line script: first run and rerun (medians)."""
+    firsts, reruns = [], []
+    for _ in range(repeat):
+        at = AppTest.from_string('import streamlit as st\nst.write("hello")\n', default_timeout=TIMEOUT)
+        firsts.append(timed_run(at))
+        reruns.append(timed_run(at))
+    return statistics.median(firsts), statistics.median(reruns)
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--data", default="synthetic-100000", help="dataset key (?data=)")
+    parser.add_argument("--repeat", type=int, default=5, help="runs per figure (median)")
+    parser.add_argument("--cold", type=int, default=3, help="cold runs (caches cleared) per page")
+    parser.add_argument("--pages", nargs="*", default=[p[0] for p in PAGES], help="subset of pages")
+    args = parser.parse_args()
+
+    quiet()
+    base_first, base_rerun = baseline(max(args.repeat, 5))
+    results = [bench_page(n, p, k, args.data, args.repeat, args.cold) for n, p, k in PAGES if n in args.pages]
+
+    n_messages = sum(len(c.messages) for c in _dataset(args.data))
+    print(f"Page rerun times with AppTest, data={args.data} ({n_messages:,} messages); "
+          f"median of {args.repeat} runs (cold: {args.cold}), seconds")
+    print(f"baseline (bare AppTest, one st.write): first run {base_first:.4f} s, rerun {base_rerun:.4f} s")
+    print()
+    width = max(len(r["name"]) for r in results) + 2
+    head = "page".ljust(width) + "".join(c.rjust(17) for c in COLUMNS)
+    print(head)
+    print("-" * len(head))
+    for r in results:
+        print(r["name"].ljust(width) + "".join(f"{r['median'][c]:>15.3f} s" for c in COLUMNS))
+    print()
+    print("as multiples of the baseline rerun")
+    print(head)
+    print("-" * len(head))
+    for r in results:
+        print(r["name"].ljust(width) + "".join(f"{r['median'][c] / base_rerun:>16.0f}x" for c in COLUMNS))
+    print()
+    for r in results:
+        change = r["median"]["change (new)"]
+        verdict = "under" if change < 1.0 else "OVER"
+        print(f"{r['name']}: {r['note']}; change (new) {change:.3f} s, {verdict} the 1 s goal")
+
+
+if __name__ == "__main__":
+    main()
