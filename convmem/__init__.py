@@ -10,7 +10,7 @@ Three parts (SPEC §3-§5), each usable alone:
 Everything public is exported here; ``convmem`` never imports streamlit.
 """
 
-from .errors import ConvmemError, FormatError, PageLoadError, TransientError
+from .errors import ConvmemError, FormatError, PageLoadError, SummarizerError, TransientError
 from .message import ROLES, Message
 
 # -- exports added per module (keep one block per module, sorted by module name) --
@@ -95,6 +95,7 @@ __all__ = [
     "FormatError",
     "Message",
     "PageLoadError",
+    "SummarizerError",
     "ROLES",
     "TransientError",
     "ApproxCounter",

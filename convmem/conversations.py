@@ -886,6 +886,10 @@ class _Parser:
         return out
 
     def csv(self, text: str) -> list[Conversation]:
+        # A cell may be as long as the file (a long tool result): lift the csv module's 128 KiB
+        # default cell cap (process-wide; only ever raised, to the size cap in force).
+        if csv.field_size_limit() < len(text) + 1:
+            csv.field_size_limit(len(text) + 1)
         reader = csv.reader(io.StringIO(text, newline=""), strict=True)
         try:
             header = next(reader, None)
@@ -957,8 +961,9 @@ class _Parser:
                 self.fail(f"unknown role {role!r} (expected one of {', '.join(ROLES)})",
                           (start, "role"))
             raw_tokens = (cell("tokens") or "").strip()
-            if not (raw_tokens.isascii() and raw_tokens.isdigit()):
-                self.fail(f"tokens must be a non-negative integer, got {raw_tokens!r}",
+            if not (raw_tokens.isascii() and raw_tokens.isdigit()) or len(raw_tokens) > 18:
+                shown = raw_tokens if len(raw_tokens) <= 40 else raw_tokens[:37] + "..."
+                self.fail(f"tokens must be a non-negative integer below 10**18, got {shown!r}",
                           (start, "tokens"))
             call_ids = tuple((cell("tool_call_ids") or "").split())
             if call_ids and role != "assistant":

@@ -7,6 +7,7 @@ not know convmem (the attrs convention)::
     ConvmemError (Exception)
     ├── TransientError (ConnectionError)   a store call failed but may work if retried
     ├── PageLoadError (RuntimeError)       a page kept failing; carries what was loaded so far
+    ├── SummarizerError (RuntimeError)     History's summarizer raised; carries the compaction
     └── FormatError (ValueError)           a conversation file is malformed; names line and field
 
 Bad arguments to a public function are plain ``ValueError`` (a bad value) or ``TypeError`` (a wrong
@@ -20,7 +21,7 @@ from typing import TYPE_CHECKING, Any
 if TYPE_CHECKING:  # pragma: no cover
     from .message import Message
 
-__all__ = ["ConvmemError", "TransientError", "PageLoadError", "FormatError"]
+__all__ = ["ConvmemError", "TransientError", "PageLoadError", "SummarizerError", "FormatError"]
 
 
 class ConvmemError(Exception):
@@ -61,6 +62,20 @@ class PageLoadError(ConvmemError, RuntimeError):
         self.attempts = attempts
         self.loaded = loaded
         self.report = report
+
+
+class SummarizerError(ConvmemError, RuntimeError):
+    """History's summarizer raised (or returned something that is not a Message).
+
+    The compaction it belonged to still happened and was recorded: ``compaction`` (a
+    :class:`~convmem.history.Compaction`) lists every dropped message, with a rejected summary
+    outcome whose reason names the failure, so nothing is lost silently. The previous summary stays.
+    The summarizer's own exception is chained as ``__cause__``.
+    """
+
+    def __init__(self, message: str, *, compaction: Any) -> None:
+        super().__init__(message)
+        self.compaction = compaction
 
 
 class FormatError(ConvmemError, ValueError):

@@ -40,6 +40,7 @@ from collections import deque
 from collections.abc import Callable
 from dataclasses import dataclass
 
+from .errors import SummarizerError
 from .message import Message
 
 __all__ = [
@@ -109,20 +110,24 @@ class SummaryEvent:
     """What happened to the summary in one compaction.
 
     Attributes:
-        accepted: the new summary replaced the previous one. A summary over ``budget`` is rejected:
-            the previous summary (or none) stays and ``reason`` says why.
-        id, tokens: of the summary the summarizer returned.
+        accepted: the new summary replaced the previous one. A summary over ``budget``, or one that
+            would put the total over the limit beside pinned messages, is rejected: the previous
+            summary (or none) stays and ``reason`` says why.
+        id, tokens: of the summary the summarizer returned (None and 0 when it raised).
         budget: the summary_budget in tokens.
         replaced_id: the id of the summary it replaced (None when there was none or it was rejected).
-        reason: why it was rejected, else None.
+        reason: why it was rejected or removed, else None.
+        removed_id: the summary in place that was taken out because the pinned messages leave no
+            room for it under the limit (the total would pass the limit only because of it).
     """
 
     accepted: bool
-    id: str
+    id: str | None
     tokens: int
     budget: int
     replaced_id: str | None = None
     reason: str | None = None
+    removed_id: str | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -580,21 +585,45 @@ class History:
         dropped: list[tuple[_Item, str]],
         trigger: str,
     ) -> list[str]:
-        if not dropped:
+        event: SummaryEvent | None = None
+        failure: BaseException | None = None
+        if self._summarizer is not None and trigger != TRIGGER_ARRIVAL:
+            if dropped:
+                if self._keep_tool_groups and len(dropped) > 1:
+                    dropped.sort(key=_first_seq)
+                try:
+                    event = self._summarize([pair[0][1] for pair in dropped])
+                except Exception as exc:  # recorded below, then raised as SummarizerError
+                    failure = exc
+                    event = SummaryEvent(
+                        accepted=False,
+                        id=None,
+                        tokens=0,
+                        budget=self._budget,
+                        reason=f"the summarizer raised {type(exc).__name__}: {exc}",
+                    )
+            if self._summary is not None and self._total > self._limit:
+                event = self._remove_summary(event)
+        if not dropped and event is None:
             return []
         if self._keep_tool_groups and len(dropped) > 1:
             # Tool results dropped with their call may sit after later messages: order by seq.
             # Timsort is O(d) on the usual already-ordered list.
             dropped.sort(key=_first_seq)
-        event: SummaryEvent | None = None
-        if self._summarizer is not None and trigger != TRIGGER_ARRIVAL:
-            event = self._summarize([pair[0][1] for pair in dropped])
         raw = (step, message.id, trigger, total_before, self._total, dropped, event)
         self._records.append(raw)
         if self._sink is not None:
             self._sink(raw)
-        if self._on_compaction is not None:
-            self._on_compaction(_record(*raw))
+        if self._on_compaction is not None or failure is not None:
+            record = _record(*raw)
+            if self._on_compaction is not None:
+                self._on_compaction(record)
+            if failure is not None:
+                raise SummarizerError(
+                    f"the summarizer failed at step {step}; the compaction still dropped "
+                    f"{record.dropped_ids} (see .compaction): {type(failure).__name__}: {failure}",
+                    compaction=record,
+                ) from failure
         return [pair[0][1].id for pair in dropped]
 
     def _summarize(self, dropped: list[Message]) -> SummaryEvent:
@@ -603,15 +632,18 @@ class History:
         new = self._summarizer(previous, dropped)
         if not isinstance(new, Message):
             raise TypeError(f"History summarizer must return a Message, got {new!r}")
+        previous_tokens = previous.tokens if previous is not None else 0
+        reason = None
         if new.tokens > self._budget:
-            return SummaryEvent(
-                accepted=False,
-                id=new.id,
-                tokens=new.tokens,
-                budget=self._budget,
-                reason=f"summary has {new.tokens} tokens, over the summary_budget of {self._budget}",
+            reason = f"summary has {new.tokens} tokens, over the summary_budget of {self._budget}"
+        elif self._total - previous_tokens + new.tokens > self._limit:
+            reason = (
+                f"summary has {new.tokens} tokens; with the pinned messages the total would be "
+                f"{self._total - previous_tokens + new.tokens}, over the limit of {self._limit}"
             )
-        self._total += new.tokens - (previous.tokens if previous is not None else 0)
+        if reason is not None:
+            return SummaryEvent(False, new.id, new.tokens, self._budget, reason=reason)
+        self._total += new.tokens - previous_tokens
         self._summary = new
         return SummaryEvent(
             accepted=True,
@@ -619,6 +651,28 @@ class History:
             tokens=new.tokens,
             budget=self._budget,
             replaced_id=previous.id if previous is not None else None,
+        )
+
+    def _remove_summary(self, event: SummaryEvent | None) -> SummaryEvent:
+        """Take the summary out: pinned messages leave no room for it under the limit."""
+        summary = self._summary
+        assert summary is not None
+        self._summary = None
+        self._total -= summary.tokens
+        why = (
+            f"summary {summary.id!r} removed: the pinned messages leave no room for its "
+            f"{summary.tokens} tokens under the limit of {self._limit}"
+        )
+        if event is None:
+            return SummaryEvent(False, summary.id, summary.tokens, self._budget, reason=why, removed_id=summary.id)
+        return SummaryEvent(
+            event.accepted,
+            event.id,
+            event.tokens,
+            event.budget,
+            replaced_id=event.replaced_id,
+            reason=f"{event.reason}; {why}" if event.reason else why,
+            removed_id=summary.id,
         )
 
 

@@ -66,10 +66,10 @@ class Message:
         if not isinstance(ids, tuple):
             raise TypeError(f"Message.tool_call_ids must be a tuple of str, got {ids!r}")
         for call_id in ids:
-            if not isinstance(call_id, str) or not call_id:
-                raise ValueError(
-                    f"Message.tool_call_ids must hold non-empty str, got {call_id!r} in {ids!r}"
-                )
+            if not isinstance(call_id, str):
+                raise TypeError(f"Message.tool_call_ids must hold str, got {call_id!r} in {ids!r}")
+            if not call_id:
+                raise ValueError(f"Message.tool_call_ids must hold non-empty str, got '' in {ids!r}")
         if len(set(ids)) != len(ids):
             raise ValueError(f"Message.tool_call_ids has a duplicate id: {ids!r}")
         if ids and self.role != "assistant":

@@ -259,8 +259,10 @@ def _replay(messages: Sequence[Message], settings: HistorySettings, count_tokens
                 accepted += 1
                 changed = True
                 summaries.append(history.summary)
-            else:
+            elif event.id != event.removed_id:  # a new summary was refused (not just a removal)
                 rejected += 1
+            if event.removed_id is not None:
+                changed = True
         prefix[step] = changed
     dropped_tokens = sum(messages[i].tokens for i in range(n) if dropped_at[i] is not None)
     stats = ReplayStats(

@@ -77,7 +77,8 @@ class RefSummary:
     tokens: int
     budget: int
     replaced_id: str | None
-    rejected: bool  # History reports a reason string exactly when rejected
+    rejected: bool  # History reports a reason string exactly when rejected or removed
+    removed_id: str | None = None
 
 
 @dataclass(frozen=True)
@@ -250,24 +251,35 @@ class ReferenceHistory:
                             self._drop(k, START_ON_USER, dropped)
 
         dropped.sort(key=lambda d: d[0].seq)
-        if not dropped:
-            return []
 
-        # Rule 7: summary.
+        # Rule 7: summary. A new one is accepted when it fits its budget and, beside the pinned
+        # messages, the limit; then a summary in place that alone pushes the total over the
+        # limit (pinned messages leave no room for it) is removed.
         event = None
         summarized = False
-        if self.summarizer is not None:
-            prev = self.summary
-            msgs = [d[0].msg for d in dropped]
-            self.summarizer_calls.append((prev.id if prev else None, [x.id for x in msgs]))
-            new = self.summarizer(prev, msgs)
+        if self.summarizer is not None and trigger is not None:
             budget = self.summary_budget or 0
-            if new.tokens > budget:
-                event = RefSummary(False, new.id, new.tokens, budget, None, True)
-            else:
-                event = RefSummary(True, new.id, new.tokens, budget, prev.id if prev else None, False)
-                self.summary = new
-                summarized = True
+            if dropped:
+                prev = self.summary
+                msgs = [d[0].msg for d in dropped]
+                self.summarizer_calls.append((prev.id if prev else None, [x.id for x in msgs]))
+                new = self.summarizer(prev, msgs)
+                if new.tokens > budget or self.live_total() + new.tokens > self.limit:
+                    event = RefSummary(False, new.id, new.tokens, budget, None, True)
+                else:
+                    event = RefSummary(True, new.id, new.tokens, budget, prev.id if prev else None, False)
+                    self.summary = new
+                    summarized = True
+            if self.summary is not None and self.total() > self.limit:
+                removed = self.summary
+                self.summary = None
+                if event is None:
+                    event = RefSummary(False, removed.id, removed.tokens, budget, None, True, removed.id)
+                else:
+                    event = RefSummary(event.accepted, event.id, event.tokens, event.budget,
+                                       event.replaced_id, True, removed.id)
+        if not dropped and event is None:
+            return []
 
         # Rule 8: record.
         self.records.append(
@@ -292,7 +304,9 @@ def record_of(c) -> RefCompaction:
     s = c.summary
     summary = None
     if s is not None:
-        summary = RefSummary(s.accepted, s.id, s.tokens, s.budget, s.replaced_id, s.reason is not None)
+        summary = RefSummary(
+            s.accepted, s.id, s.tokens, s.budget, s.replaced_id, s.reason is not None, s.removed_id
+        )
     return RefCompaction(
         c.step,
         c.message_id,
@@ -379,6 +393,8 @@ def check_invariants(
     if h.total() > h.limit:
         assert h.over_limit
         assert all(pinned(i) for i in kept), "over the limit with unpinned messages kept"
+        assert summ is None, "over the limit with a summary in place"
+        assert sum(added[i].tokens for i in kept) > h.limit, "over the limit though the pins fit"
     else:
         assert not h.over_limit
 
@@ -456,12 +472,17 @@ def run_lockstep(
         where = f"after add #{len(added) - 1} ({m!r}), conversation so far {[x.id for x in added]}"
         assert isinstance(got, list)
         # on_compaction sees every record; History.compactions keeps the latest `records` of them.
+        new_record = len(seen) == n_records + 1
         if got:
-            assert len(seen) == n_records + 1, where
+            assert new_record, where
             assert seen[-1].dropped_ids == got, where
-            assert seen[-1].step == len(added) - 1 and seen[-1].message_id == m.id, where
+        elif new_record:  # a summary removed with nothing dropped (rule 7)
+            assert seen[-1].dropped == () and seen[-1].summary is not None, where
+            assert seen[-1].summary.removed_id is not None, where
         else:
             assert len(seen) == n_records, where
+        if new_record:
+            assert seen[-1].step == len(added) - 1 and seen[-1].message_id == m.id, where
         n_records = len(seen)
         recs = seen
         if compare:
@@ -471,7 +492,7 @@ def run_lockstep(
             assert h.total() == ref.total(), f"total() differs {where}"
             assert h.over_limit == ref.over_limit, f"over_limit differs {where}"
             assert len(recs) == len(ref.records), f"record count differs {where}"
-            if got:
+            if new_record:
                 assert record_of(recs[-1]) == ref.records[-1], f"compaction record differs {where}"
             if h_sum is not None:
                 assert h_sum.calls == r_sum.calls, f"summarizer calls differ {where}"

@@ -766,3 +766,18 @@ def test_to_openai_jsonl_round_trips_every_format():
     csv_convs = parse(CSV_TEXT)
     with pytest.raises(ValueError, match="no name/arguments"):
         to_openai_jsonl(csv_convs)
+
+
+def test_csv_huge_token_cell_is_a_format_error():
+    from convmem import FormatError, parse_conversations
+
+    with pytest.raises(FormatError) as info:
+        parse_conversations("id,role,tokens\nm1,user," + "9" * 4301 + "\n", source_name="t.csv")
+    assert (info.value.line, info.value.field) == (2, "tokens")
+
+
+def test_csv_cell_longer_than_the_csv_module_default_loads():
+    from convmem import parse_conversations
+
+    convs = parse_conversations('id,role,tokens,content\nm1,tool,1,"' + "x" * 200_000 + '"\n')
+    assert len(convs[0].messages[0].content) == 200_000

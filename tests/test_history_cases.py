@@ -621,3 +621,64 @@ def test_reading_properties():
     assert h.messages() == ["sum0", "u2", "u3"] and len(h) == 3 and h.summary.id == "sum0"
     assert h.total() == 7
     assert History(10).target == 10 and History(10).summary_budget == 0
+
+
+# ----------------------------------------------------------------- summaries beside heavy pins
+
+
+def test_summary_rejected_when_pins_leave_no_room_under_the_limit():
+    """A summary within its budget is still rejected when, beside pinned messages that exceed the
+    goal, it would put the total over the limit: over_limit is only ever the pins' doing."""
+    h = History(100, pin_system=True, summary_budget=50, summarizer=lambda prev, d: M("S", "system", 50))
+    h.add(M("sys", "system", 60))
+    h.add(M("u1", "user", 30))
+    assert h.add(M("u2", "user", 20)) == ["u1", "u2"]
+    assert h.messages() == ["sys"] and h.total() == 60 and not h.over_limit
+    event = h.compactions[-1].summary
+    assert not event.accepted and "over the limit of 100" in event.reason
+    assert h.summary is None
+
+
+def test_summary_in_place_removed_when_a_new_pin_leaves_no_room():
+    sizes = iter([4, 4, 4])
+    h = History(
+        5, pin_latest_user=True, start_on_user=True, summary_budget=4,
+        summarizer=lambda prev, d: M(f"s{len(d)}", "system", next(sizes)),
+    )
+    h.add(M("m0", "tool", 5))
+    assert h.add(M("m1", "system", 3)) == ["m0", "m1"]
+    assert h.summary is not None and h.total() == 4
+    assert h.add(M("m2", "user", 2)) == []  # nothing dropped, but the summary must go
+    assert h.summary is None and h.messages() == ["m2"] and h.total() == 2 and not h.over_limit
+    c = h.compactions[-1]
+    assert c.dropped == () and c.summary.removed_id == "s2" and "no room" in c.summary.reason
+
+
+def test_a_failing_summarizer_is_recorded_and_raised_with_the_drops():
+    from convmem import SummarizerError
+
+    def boom(prev, dropped):
+        raise TimeoutError("LLM timed out")
+
+    seen = []
+    h = History(10, summarizer=boom, summary_budget=2, on_compaction=seen.append)
+    h.add(M("u1", "user", 5))
+    h.add(M("a1", "assistant", 4))
+    with pytest.raises(SummarizerError, match=r"\['u1', 'a1'\].*TimeoutError: LLM timed out") as info:
+        h.add(M("u2", "user", 5))
+    assert isinstance(info.value.__cause__, TimeoutError)
+    assert info.value.compaction.dropped_ids == ["u1", "a1"]
+    assert seen == [info.value.compaction] and h.compactions == [info.value.compaction]
+    assert not info.value.compaction.summary.accepted and info.value.compaction.summary.id is None
+    assert h.messages() == ["u2"] and h.total() == 5
+
+
+def test_a_summarizer_returning_a_non_message_raises_summarizer_error():
+    from convmem import SummarizerError
+
+    h = History(10, summarizer=lambda prev, d: "not a message", summary_budget=2)
+    h.add(M("u1", "user", 6))
+    with pytest.raises(SummarizerError) as info:
+        h.add(M("u2", "user", 6))
+    assert isinstance(info.value.__cause__, TypeError)
+    assert info.value.compaction.dropped_ids == ["u1"]

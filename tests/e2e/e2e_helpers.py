@@ -1,0 +1,94 @@
+"""Helpers for the real-browser tests: wait for a Streamlit run, read metrics, take screenshots."""
+
+from __future__ import annotations
+
+import time
+from pathlib import Path
+
+VIEWPORT = {"width": 1400, "height": 900}
+#: Bounded waits in the browser (ms).
+RUN_TIMEOUT_MS = 45_000
+CHART_TIMEOUT_MS = 20_000
+
+APP = '[data-testid="stApp"]'
+CHARTS = '.js-plotly-plot, [data-testid="stPlotlyChart"]'
+EXCEPTION = '[data-testid="stException"]'
+
+
+def wait_for_app(page, *, charts: int = 0, timeout_ms: int = RUN_TIMEOUT_MS) -> None:
+    """Wait until the script has run to its end and (optionally) ``charts`` plotly charts are drawn.
+
+    Streamlit marks the app root with ``data-test-script-state`` (initial → running →
+    notRunning) and the connection with ``data-test-connection-state``. After the run ends the
+    frontend may still be loading element code (skeletons, ``stSkeleton``), and a rerun triggered
+    by an interaction may not have started yet when this is called, so the page must look idle
+    (notRunning, no "Running" status, no spinner, no skeleton, no stale element) twice, 200 ms
+    apart.
+    """
+    page.wait_for_selector(APP, state="attached", timeout=timeout_ms)
+    page.wait_for_selector(f'{APP}[data-test-connection-state="CONNECTED"]', timeout=timeout_ms)
+    deadline = time.monotonic() + timeout_ms / 1000
+    calm = 0
+    while calm < 2:
+        if time.monotonic() > deadline:
+            state = page.get_attribute(APP, "data-test-script-state")
+            raise AssertionError(f"Streamlit still running after {timeout_ms} ms (script state {state!r})")
+        idle = page.evaluate(
+            """() => {
+                const app = document.querySelector('[data-testid="stApp"]');
+                if (!app || app.getAttribute('data-test-script-state') !== 'notRunning') return false;
+                const status = document.querySelector('[data-testid="stStatusWidget"]');
+                if (status && /running/i.test(status.innerText)) return false;
+                if (document.querySelector('[data-testid="stSpinner"]')) return false;
+                // elements whose code chunk is still loading render as skeletons after the run
+                if (document.querySelector('[data-testid="stSkeleton"]')) return false;
+                if (document.querySelector('[data-stale="true"]')) return false;
+                return true;
+            }"""
+        )
+        calm = calm + 1 if idle else 0
+        page.wait_for_timeout(200)
+    if charts:
+        page.wait_for_function(
+            "n => document.querySelectorAll('.js-plotly-plot .main-svg').length >= n",
+            arg=charts,
+            timeout=CHART_TIMEOUT_MS,
+        )
+
+
+def metric_values(page) -> list[str]:
+    return [t.strip() for t in page.locator('[data-testid="stMetricValue"]').all_inner_texts()]
+
+
+def assert_no_exception(page) -> None:
+    n = page.locator(EXCEPTION).count()
+    if n:
+        text = page.locator(EXCEPTION).first.inner_text()
+        raise AssertionError(f"{n} stException element(s) on {page.url}:\n{text[:2000]}")
+
+
+def screenshot(page, directory: Path, name: str) -> Path:
+    """A screenshot of the whole page, including the part of the main area below the fold.
+
+    Streamlit scrolls its main area inside a container, so Playwright's ``full_page`` sees only
+    the viewport; the viewport is made as tall as the content for the shot, then put back.
+    """
+    path = directory / f"{name}.png"
+    height = page.evaluate(
+        """() => {
+            const els = [document.documentElement, document.body,
+                         document.querySelector('[data-testid="stMain"]'),
+                         document.querySelector('[data-testid="stAppViewContainer"]'),
+                         document.querySelector('[data-testid="stMainBlockContainer"]')];
+            return Math.max(...els.filter(Boolean).map(e => e.scrollHeight));
+        }"""
+    )
+    size = page.viewport_size or VIEWPORT
+    tall = max(size["height"], min(int(height) + 40, 16_000))
+    page.set_viewport_size({"width": size["width"], "height": tall})
+    try:
+        page.wait_for_timeout(300)  # let plotly relayout after the resize
+        page.screenshot(path=str(path), full_page=True)
+    finally:
+        page.set_viewport_size(size)
+    return path

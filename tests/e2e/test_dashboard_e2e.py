@@ -1,0 +1,310 @@
+"""The dashboard in a real browser: `streamlit run` served headless, Debian's Chromium via Playwright.
+
+Each test gets a fresh browser context, so a fresh Streamlit session. Screenshots of every page go
+to tests/e2e/screenshots/ (git-ignored): look at them after a run.
+"""
+
+from __future__ import annotations
+
+import csv
+import io
+import json
+import re
+from urllib.parse import parse_qs, urlsplit
+
+import pytest
+from e2e_helpers import (
+    CHARTS,
+    assert_no_exception,
+    metric_values,
+    screenshot,
+    wait_for_app,
+)
+
+pytestmark = pytest.mark.e2e
+
+#: (name, path, title shown as the page's h1, plotly charts expected at least)
+PAGES = [
+    ("home", "/", "convmem", 0),
+    ("flaky_store", "/flaky_store", "Flaky store", 1),
+    ("token_budget", "/token_budget", "Token budget", 2),
+    ("listing_eviction", "/listing_eviction", "Listing eviction", 2),
+]
+NAV_LABELS = {"home": "Home", "flaky_store": "Flaky store", "token_budget": "Token budget",
+              "listing_eviction": "Listing eviction"}
+
+CHART_SIGNATURE_JS = """() => Array.from(document.querySelectorAll('.js-plotly-plot')).map(el => {
+    const svg = el.querySelector('.main-svg');
+    const s = (svg ? svg.innerHTML : '') + JSON.stringify(el.layout && el.layout.shapes || []);
+    let h = 0;
+    for (let i = 0; i < s.length; i++) h = (h * 31 + s.charCodeAt(i)) | 0;
+    return h + ':' + s.length;
+}).join('|')"""
+
+
+def open_page(page, base: str, path: str, *, charts: int = 0) -> None:
+    page.goto(base + path, wait_until="domcontentloaded")
+    wait_for_app(page, charts=charts)
+
+
+def query(page) -> dict[str, list[str]]:
+    return parse_qs(urlsplit(page.url).query)
+
+
+def heading(page) -> str:
+    return page.locator("h1").first.inner_text(timeout=10_000)
+
+
+def slider(page, label: str):
+    """The thumb (keyboard-focusable input) of the st.slider whose label contains ``label``."""
+    box = page.locator('[data-testid="stSlider"]').filter(has_text=label)
+    assert box.count() >= 1, f"no slider labelled {label!r} on {page.url}"
+    return box.first.locator('[role="slider"], input[type="range"]').first
+
+
+def slider_value(thumb) -> str:
+    return thumb.get_attribute("aria-valuetext") or thumb.get_attribute("aria-valuenow") or thumb.input_value()
+
+
+def assert_sidebar_uses_upload(page, filename: str) -> None:
+    """The sidebar's "Data in use" picker holds an upload key and its caption names the file."""
+    sidebar = page.locator('[data-testid="stSidebar"]')
+    value = sidebar.get_by_role("combobox", name="Data in use").input_value()
+    assert value.startswith("upload:"), f"sidebar data picker shows {value!r} on {page.url}"
+    assert query(page).get("data") == [value], f"data key not in the URL: {page.url}"
+    assert filename in sidebar.inner_text(), f"{filename} not named in the sidebar on {page.url}"
+
+
+# ---------------------------------------------------------------------------------- every page
+
+
+@pytest.mark.parametrize(("name", "path", "title", "charts"), PAGES, ids=[p[0] for p in PAGES])
+def test_page_renders(page, streamlit_url, screenshot_dir, name, path, title, charts):
+    open_page(page, streamlit_url, path, charts=charts)
+    assert title in heading(page)
+    if charts:
+        assert page.locator(CHARTS).count() >= charts
+        # every chart actually drew something (an svg with a plot area), not an empty frame
+        drawn = page.locator(".js-plotly-plot .main-svg .cartesianlayer, .js-plotly-plot .main-svg .gl-container, .js-plotly-plot canvas")
+        assert drawn.count() >= 1
+    values = metric_values(page)
+    assert values and all(values), f"metrics missing or empty on {path}: {values}"
+    assert_no_exception(page)
+    assert page.locator('[data-testid="stAlertContentError"]').count() == 0, "an st.error is shown on first load"
+    screenshot(page, screenshot_dir, name)
+    assert not page.console_errors, f"JavaScript errors on {path}: {page.console_errors}"
+
+
+# ------------------------------------------------------------------------------ sliders and URL
+
+SLIDERS = [
+    # page, path, slider label, query key, charts
+    ("token_budget", "/token_budget", "Limit (tokens)", "limit", 2),
+    ("listing_eviction", "/listing_eviction", "max_listings", "cap", 2),
+    ("flaky_store", "/flaky_store", "Failure rate", "rate", 1),
+]
+
+
+@pytest.mark.parametrize(("name", "path", "label", "param", "charts"), SLIDERS, ids=[s[0] for s in SLIDERS])
+def test_slider_changes_numbers_chart_and_url(page, streamlit_url, screenshot_dir, name, path, label, param, charts):
+    open_page(page, streamlit_url, path, charts=charts)
+    thumb = slider(page, label)
+    before_value = slider_value(thumb)
+    before_metrics = metric_values(page)
+    before_chart = page.evaluate(CHART_SIGNATURE_JS)
+    assert param not in query(page), f"{param} in the URL before any change: {page.url}"
+
+    at_max = thumb.get_attribute("max") is not None and thumb.input_value() == thumb.get_attribute("max")
+    thumb.focus()
+    thumb.press("Home" if at_max else "End")  # keyboard, like a user tabbing to the thumb
+    page.wait_for_url(re.compile(rf"[?&]{re.escape(param)}="), timeout=15_000)
+    wait_for_app(page, charts=charts)
+    # plotly redraws after the rerun's figure arrives: wait (bounded) for some chart to differ
+    page.wait_for_function(f"prev => ({CHART_SIGNATURE_JS})() !== prev", arg=before_chart, timeout=10_000)
+
+    after_value = slider_value(slider(page, label))
+    assert after_value != before_value
+    assert query(page)[param] == [after_value] or float(query(page)[param][0]) == float(after_value.replace(",", ""))
+    after_metrics = metric_values(page)
+    assert after_metrics != before_metrics, f"no metric changed after {label} {before_value} → {after_value}"
+    assert_no_exception(page)
+    screenshot(page, screenshot_dir, f"{name}_slider_moved")
+
+    # The link reproduces the view: a new session opened on this URL shows the same value and numbers.
+    url = page.url
+    other = page.context.new_page()
+    other.goto(url, wait_until="domcontentloaded")
+    wait_for_app(other, charts=charts)
+    assert slider_value(slider(other, label)) == after_value
+    assert metric_values(other) == after_metrics
+    other.close()
+
+
+@pytest.mark.parametrize(
+    ("path", "expect", "charts"),
+    [
+        ("/token_budget?limit=600", {"Limit (tokens)": "600"}, 2),
+        ("/token_budget?limit=800&tmode=percent&tgt=40", {"Limit (tokens)": "800", "Target (% of limit)": "40"}, 2),
+        ("/listing_eviction?cap=1", {"max_listings": "1"}, 2),
+        ("/flaky_store?rate=0.75&psize=10", {"Failure rate": "0.75", "Page size": "10"}, 1),
+    ],
+    ids=["token_budget-limit", "token_budget-target", "listing_eviction-cap", "flaky_store-rate"],
+)
+def test_query_params_set_widgets(page, streamlit_url, path, expect, charts):
+    open_page(page, streamlit_url, path, charts=charts)
+    assert_no_exception(page)
+    for label, value in expect.items():
+        got = slider_value(slider(page, label))
+        assert float(got.replace(",", "")) == float(value), f"{label}: URL says {value}, widget shows {got}"
+    # the URL keeps the values it was opened with (nothing reset them)
+    q = query(page)
+    for part in urlsplit(path).query.split("&"):
+        k, v = part.split("=")
+        assert q.get(k) == [v], f"{k} changed in the URL: {page.url}"
+
+
+# ------------------------------------------------------------------------------------- uploads
+
+SMALL_JSONL = [
+    {"id": "e2e-a", "user_id": "shopper-1", "messages": [
+        {"role": "system", "content": "You are a shop assistant.", "tokens": 6},
+        {"role": "user", "content": "Is listing 1234567890 in stock?", "tokens": 9},
+        {"role": "assistant", "content": "Yes, 1234567890 ships tomorrow.", "tokens": 9},
+    ]},
+    {"id": "e2e-b", "user_id": "shopper-1", "messages": [
+        {"role": "user", "content": "Compare 1234567890 with 2345678901.", "tokens": 11},
+        {"role": "assistant", "content": "2345678901 is lighter.", "tokens": 7},
+    ]},
+]
+
+
+def upload(page, path) -> None:
+    page.locator('[data-testid="stFileUploader"] input[type="file"]').set_input_files(str(path))
+
+
+def test_upload_valid_jsonl(page, streamlit_url, screenshot_dir, tmp_path):
+    f = tmp_path / "e2e_small.jsonl"
+    f.write_text("\n".join(json.dumps(c) for c in SMALL_JSONL) + "\n", encoding="utf-8")
+    open_page(page, streamlit_url, "/")
+    upload(page, f)
+    page.get_by_text("Using the uploaded file: 2 conversations").wait_for(timeout=30_000)
+    wait_for_app(page)
+    assert_no_exception(page)
+    values = metric_values(page)
+    assert "Upload: e2e_small.jsonl" in values[0]
+    assert values[1:4] == ["2", "5", "1"], values  # conversations, messages, shoppers
+    assert_sidebar_uses_upload(page, "e2e_small.jsonl")
+    screenshot(page, screenshot_dir, "home_upload_ok")
+
+    # The upload is the data of the other pages too (same session: navigate in the app).
+    page.locator('[data-testid="stSidebarNav"] a').filter(has_text="Listing eviction").click()
+    page.wait_for_url(re.compile(r"/listing_eviction"))
+    wait_for_app(page, charts=2)
+    assert_no_exception(page)
+    assert_sidebar_uses_upload(page, "e2e_small.jsonl")
+    assert metric_values(page)[3] == "2"  # distinct ids before eviction: 1234567890, 2345678901
+
+
+@pytest.mark.parametrize(
+    ("content", "expect"),
+    [
+        # line 2: an unknown role
+        ("\n".join([json.dumps(SMALL_JSONL[0]),
+                    json.dumps({"id": "x", "messages": [{"role": "bot", "content": "hi"}]})]),
+         ["line 2", "role", "bot"]),
+        # line 2: not JSON at all
+        (json.dumps(SMALL_JSONL[0]) + '\n{"id": "y", "messages": [{"role": "user", \n',
+         ["line 2"]),
+    ],
+    ids=["bad-role", "broken-json"],
+)
+def test_upload_malformed_jsonl_shows_readable_error(page, streamlit_url, screenshot_dir, tmp_path, content, expect, request):
+    f = tmp_path / "e2e_bad.jsonl"
+    f.write_text(content, encoding="utf-8")
+    open_page(page, streamlit_url, "/")
+    before = metric_values(page)
+    upload(page, f)
+    error = page.locator('[data-testid="stAlertContentError"]')
+    error.first.wait_for(timeout=30_000)
+    wait_for_app(page)
+    assert_no_exception(page)
+    assert "Could not read the upload" in error.first.inner_text()
+    detail = page.locator('[data-testid="stCode"]').first.inner_text()
+    assert "e2e_bad.jsonl" in detail
+    for word in expect:
+        assert word in detail, f"{word!r} not in the error shown: {detail!r}"
+    assert "Traceback" not in page.locator('[data-testid="stMain"]').inner_text()
+    assert metric_values(page) == before, "a failed upload changed the data in use"
+    screenshot(page, screenshot_dir, f"home_upload_error_{request.node.callspec.id}")
+
+
+# ------------------------------------------------------------------------------------ downloads
+
+
+def test_token_budget_downloads(page, streamlit_url):
+    open_page(page, streamlit_url, "/token_budget", charts=2)
+    caption = page.get_by_text(re.compile(r"^[\d,]+ messages · [\d,]+ tokens$")).first.inner_text()
+    n_messages = int(caption.split(" messages")[0].replace(",", ""))
+
+    button = page.get_by_role("button", name="Download the table (CSV)")
+    button.scroll_into_view_if_needed()
+    with page.expect_download(timeout=30_000) as info:
+        button.click()
+    download = info.value
+    assert download.suggested_filename.endswith(".csv")
+    text = open(download.path(), encoding="utf-8").read()
+    rows = list(csv.DictReader(io.StringIO(text)))
+    header = text.splitlines()[0].split(",")
+    assert {"id", "role", "tokens"} <= set(header), header
+    assert len(rows) == n_messages
+    assert all(r["role"] in {"system", "user", "assistant", "tool", "summary"} for r in rows)
+    assert all(r["tokens"].isdigit() for r in rows)
+
+    button = page.get_by_role("button", name="Download this context (JSON)")
+    with page.expect_download(timeout=30_000) as info:
+        button.click()
+    ctx = json.loads(open(info.value.path(), encoding="utf-8").read())
+    assert isinstance(ctx, list) and ctx
+    assert {"id", "role", "tokens"} <= set(ctx[0])
+    wait_for_app(page)
+    assert_no_exception(page)
+
+
+# ---------------------------------------------------------------------------- real retail data
+
+
+def test_real_retail_upload_every_page(page, streamlit_url, screenshot_dir, tau_retail_file):
+    open_page(page, streamlit_url, "/")
+    upload(page, tau_retail_file)
+    page.get_by_text(re.compile(r"Using the uploaded file: \d+ conversations")).wait_for(timeout=90_000)
+    wait_for_app(page, timeout_ms=90_000)
+    assert_no_exception(page)
+    values = metric_values(page)
+    assert tau_retail_file.name in values[0]
+    conversations = int(values[1].replace(",", ""))
+    assert conversations > 100, values
+    screenshot(page, screenshot_dir, "retail_home")
+
+    for name, _path, title, charts in PAGES[1:]:
+        page.locator('[data-testid="stSidebarNav"] a').filter(has_text=NAV_LABELS[name]).click()
+        page.wait_for_url(re.compile(rf"/{name}"))
+        wait_for_app(page, charts=charts, timeout_ms=90_000)
+        assert title in heading(page)
+        assert_sidebar_uses_upload(page, tau_retail_file.name)
+        assert_no_exception(page)
+        nums = metric_values(page)
+        assert nums and all(nums), f"{name}: empty metric in {nums}"
+        assert sum(bool(re.search(r"\d", v)) for v in nums) >= 3, f"{name}: too few numbers in {nums}"
+        assert page.locator(CHARTS).count() >= charts
+        screenshot(page, screenshot_dir, f"retail_{name}")
+
+
+def test_real_retail_link_opens_that_view(page, streamlit_url, tau_retail_file):
+    """A link naming the built-in real dataset and a limit opens on exactly that."""
+    open_page(page, streamlit_url, "/token_budget?data=retail&limit=3000", charts=2)
+    assert_no_exception(page)
+    assert page.locator('[data-testid="stSidebar"]').get_by_role("combobox", name="Data in use").input_value() == "retail"
+    assert slider_value(slider(page, "Limit (tokens)")) == "3000"
+    assert query(page).get("data") == ["retail"] and query(page).get("limit") == ["3000"]
+    values = metric_values(page)
+    assert len(values) >= 6 and all(values), values
