@@ -43,7 +43,7 @@ REASON_COLORS: dict[str, str] = {
 LINE_COLORS: dict[str, str] = {
     "limit": "#D55E00",
     "target": "#0072B2",
-    "cap": "#D55E00",
+    "cap": "#444444",  # dark grey: not the curve's green, not the dropped/chosen vermilion
     "budget": "#CC79A7",
 }
 

@@ -37,6 +37,8 @@ __all__ = [
     "register_upload",
     "available_keys",
     "md_escape",
+    "GONE_UPLOAD_WARNING",
+    "url_upload_status",
 ]
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -49,6 +51,14 @@ RETAIL_FILE = (
 SYNTHETIC_SIZES = (1_000, 10_000, 100_000)
 MAX_UPLOAD_BYTES = 50 * 1024 * 1024
 _DATA_KEY = "data"
+#: Session key of an upload the URL asked for that this server no longer holds (see dataset_picker).
+_GONE_KEY = "_gone_upload"
+#: Session key set once the URL that opened the session has been read.
+_URL_READ_KEY = "_url_data_read"
+GONE_UPLOAD_WARNING = (
+    "This link points to an uploaded file that is not loaded here; upload it again on Home. "
+    "Showing the sample data."
+)
 
 
 _MD_SPECIAL = re.compile(r"([!-/:-@\[-`{-~])")  # every ASCII punctuation character
@@ -173,8 +183,63 @@ def get_dataset(key: str) -> Dataset:
     return Dataset(key, _label(key), _builtin(key), note)
 
 
+def url_upload_status(asked: str | None, session_upload: str | None, held) -> str | None:
+    """What to do with the URL's ``?data=`` when it names an upload (pure; ``held`` = the keys of
+    the uploads this server still holds).
+
+    * ``None``: not an upload, or this session's own upload: nothing to do.
+    * ``"adopt"``: another session's upload this server still holds (a link shared on the same
+      server): this session uses it too.
+    * ``"gone"``: an upload this server no longer holds (restarted, or evicted as the oldest of
+      MAX_UPLOADS_KEPT): the sample is shown, with a warning.
+
+    >>> url_upload_status("upload:ab", None, {"upload:ab"}), url_upload_status("upload:ab", None, set())
+    ('adopt', 'gone')
+    >>> url_upload_status("sample", None, set()), url_upload_status("upload:ab", "upload:ab", {"upload:ab"})
+    (None, None)
+    >>> url_upload_status("upload:ab", "upload:ab", set())  # this session's own, evicted since
+    'gone'
+    """
+    if not isinstance(asked, str) or not asked.startswith("upload:"):
+        return None
+    if asked not in held:
+        return "gone"
+    return None if asked == session_upload else "adopt"
+
+
+def _forget_gone_upload() -> None:
+    """The user picked a dataset: the warning about the link's lost upload has done its job."""
+    st.session_state.pop(_GONE_KEY, None)
+
+
+def _read_url_upload() -> None:
+    """Before the picker binds ``?data=`` on a session's first run (the link that opened it):
+    adopt an upload shared from another session of this server, or remember that the link's
+    upload is gone (the picker then drops the value from the URL, so it must be read first; the
+    other URL settings are left to their own widgets). Later in the session, an upload of its
+    own that the server evicted since is remembered as gone too."""
+    uploads = _uploads()
+    if not st.session_state.get(_URL_READ_KEY):
+        st.session_state[_URL_READ_KEY] = True
+        asked = st.query_params.get(_DATA_KEY)
+        status = url_upload_status(asked, st.session_state.get("upload_key"), uploads)
+        if status == "adopt":
+            st.session_state["upload_key"] = asked
+            uploads.move_to_end(asked)
+        elif status == "gone":
+            st.session_state[_GONE_KEY] = asked
+    current = st.session_state.get(_DATA_KEY)
+    if url_upload_status(current, current, uploads) == "gone":
+        st.session_state[_GONE_KEY] = current
+
+
 def dataset_picker() -> Dataset:
-    """The sidebar's data selector (bound to the URL as ``?data=``); returns the dataset in use."""
+    """The sidebar's data selector (bound to the URL as ``?data=``); returns the dataset in use.
+
+    When the URL asks for an upload this server no longer holds, the sample is used and a warning
+    says so (on every page, until another dataset is picked or a file is uploaded).
+    """
+    _read_url_upload()
     keys = available_keys()
     if st.session_state.get(_DATA_KEY) not in keys:
         st.session_state.pop(_DATA_KEY, None)
@@ -185,12 +250,15 @@ def dataset_picker() -> Dataset:
         keys,
         key=_DATA_KEY,
         bind="query-params",
+        on_change=_forget_gone_upload,
         help=(
             "sample: bundled shoppers · retail: real tau-bench run · synthetic-N: one generated "
             "conversation of N messages · upload: your file (Home page). Kept in the URL."
         ),
     )
     dataset = get_dataset(key)
+    if st.session_state.get(_GONE_KEY) and dataset.key == "sample":
+        st.warning(GONE_UPLOAD_WARNING, icon=":material/link_off:")
     st.sidebar.caption(
         f"{dataset.label}: {len(dataset.conversations):,} conversations · "
         f"{dataset.message_count:,} messages · tokens: {default_counter().name}"

@@ -43,6 +43,7 @@ __all__ = [
     "context_window_figure",
     "sweep_figure",
     "comparison_figure",
+    "BAR_HEADROOM",
     "COMPARISON_METRICS",
 ]
 
@@ -73,7 +74,8 @@ class ReplayArrays:
     Per drop event (one per Compaction record, arrival-only refusals included; ``events`` are the
     records themselves): ``ev_step``, ``ev_after`` (total after it), ``ev_count``, ``ev_tokens``,
     ``ev_reason`` (code of the reason that dropped the most tokens). ``summary_spans``: (id,
-    tokens, first step, end step exclusive) per accepted summary. ``limit``, ``target`` (the limit
+    tokens, first step, end step exclusive) per accepted summary, in order; a summary ends where
+    the next one replaces it or where it is removed (pinned messages left it no room). ``limit``, ``target`` (the limit
     when none) and ``goal`` (what a cut cuts live messages to: target - summary budget) in tokens.
     """
 
@@ -119,8 +121,13 @@ def event_hover(c: Compaction, k: int) -> str:
     if ev is not None:
         if ev.accepted:
             lines.append(f"summary {_esc(ev.id)} accepted ({ev.tokens:,} / {ev.budget:,} tokens)")
-        else:
+        elif ev.tokens > ev.budget:
             lines.append(f"summary rejected: {ev.tokens:,} tokens, over the {ev.budget:,} budget")
+        elif ev.id is not None and ev.id != getattr(ev, "removed_id", None):
+            lines.append(f"summary rejected: {ev.tokens:,} tokens, no room beside the pinned messages")
+        removed = getattr(ev, "removed_id", None)
+        if removed is not None:
+            lines.append(f"summary {_esc(removed)} removed: no room beside the pinned messages")
     return "<br>".join(lines)
 
 
@@ -159,13 +166,24 @@ def replay_arrays(r: Replay) -> ReplayArrays:
     np.add.at(per_reason, (event_of, np.maximum(reason_code[gone], 0).astype(np.int64)), tokens[gone] + 1)
     ev_reason = per_reason.argmax(axis=1).astype(np.int8) if m else np.zeros(0, dtype=np.int8)
 
-    accepted = [(e.id, e.tokens, step) for step, e in events.summary_events if e.accepted]
+    # One span per accepted summary: from the add that accepted it to the add that replaced it,
+    # or that removed it (the pinned messages left it no room under the limit), else the end.
     summary_tokens = np.zeros(n, dtype=np.int64)
     spans: list[tuple[str, int, int, int]] = []
-    for j, (sid, stok, start) in enumerate(accepted):
-        stop = accepted[j + 1][2] if j + 1 < len(accepted) else n
+    current: tuple[str, int, int] | None = None
+    for step, e in events.summary_events:
+        if e.accepted:
+            if current is not None:
+                spans.append((*current, step))
+            current = (e.id, e.tokens, step)
+        removed = getattr(e, "removed_id", None)
+        if removed is not None and current is not None and current[0] == removed:
+            spans.append((*current, step))
+            current = None
+    if current is not None:
+        spans.append((*current, n))
+    for _sid, stok, start, stop in spans:
         summary_tokens[start:stop] = stok
-        spans.append((sid, stok, start, stop))
 
     return ReplayArrays(
         n=n,
@@ -522,6 +540,9 @@ def sweep_figure(rows: Sequence[SweepRow], current_limit: int | None = None) -> 
     return fig
 
 
+#: Each comparison panel's y axis reaches this many times its taller bar.
+BAR_HEADROOM = 1.15
+
 #: The comparison's metrics: (ReplayStats attribute, label, unit for the y axis).
 COMPARISON_METRICS: tuple[tuple[str, str, str], ...] = (
     ("compactions", "compactions", "adds"),
@@ -536,8 +557,9 @@ COMPARISON_METRICS: tuple[tuple[str, str, str], ...] = (
 def comparison_figure(a: ReplayStats, b: ReplayStats, labels: tuple[str, str] = ("A", "B")) -> go.Figure:
     """A against B on each metric of :data:`COMPARISON_METRICS`: small multiples of grouped bars.
 
-    One panel per metric (each on its own scale, y axis titled with its unit); two bar traces per
-    panel, A then B, coloured by :data:`SETTING_COLORS` (legend shown once).
+    One panel per metric (each on its own scale from 0 to :data:`BAR_HEADROOM` times the taller
+    bar, y axis titled with its unit); two bar traces per panel, A then B, coloured by
+    :data:`SETTING_COLORS` (legend shown once).
     """
     fig = make_subplots(
         rows=2,
@@ -566,7 +588,11 @@ def comparison_figure(a: ReplayStats, b: ReplayStats, labels: tuple[str, str] = 
                 row=row + 1,
                 col=col + 1,
             )
-        fig.update_yaxes(title_text=unit, rangemode="tozero", row=row + 1, col=col + 1)
+        top = max(float(getattr(a, attr)), float(getattr(b, attr)))
+        # Headroom over the taller bar, so it never touches the panel's title.
+        fig.update_yaxes(
+            title_text=unit, range=[0, top * BAR_HEADROOM if top > 0 else 1], row=row + 1, col=col + 1
+        )
         fig.update_xaxes(title_text="setting", row=row + 1, col=col + 1)
     fig.update_layout(
         title="A against B on the same conversation",

@@ -18,10 +18,12 @@ import plotly.graph_objects as go
 
 from .colors import LINE_COLORS, OUTCOME_COLORS
 
-__all__ = ["WEBGL_THRESHOLD", "conversation_timeline", "escape", "eviction_curve_figure", "ids_hover"]
+__all__ = ["CAP_WIDTH", "WEBGL_THRESHOLD", "conversation_timeline", "escape", "eviction_curve_figure", "ids_hover"]
 
 #: Above this many points the curve is drawn with WebGL (go.Scattergl).
 WEBGL_THRESHOLD = 2_000
+#: The cap line's width (px): thinner than the curve's 2.5.
+CAP_WIDTH = 1.2
 _IDS_PER_LINE = 4
 _MAX_IDS_ON_HOVER = 60
 
@@ -126,7 +128,9 @@ def eviction_curve_figure(curve: Sequence[int], cap: int, k: int) -> go.Figure:
         k: the conversations evict_conversations drops under ``cap`` (the smallest j with
             ``curve[j] <= cap``), marked on the curve.
 
-    Traces: "distinct ids left" (the curve), "chosen k" (one marker at ``(k, curve[k])``).
+    Traces: "distinct ids left" (the curve: a solid step line with a marker per k), "chosen k"
+    (one marker at ``(k, curve[k])``). The cap is a thin dashed line of another colour, drawn
+    below the curve.
     """
     xs = list(range(len(curve)))
     scatter = go.Scattergl if len(curve) > WEBGL_THRESHOLD else go.Scatter
@@ -135,9 +139,10 @@ def eviction_curve_figure(curve: Sequence[int], cap: int, k: int) -> go.Figure:
         scatter(
             x=xs,
             y=list(curve),
-            mode="lines+markers" if len(curve) <= 200 else "lines",
-            line={"shape": "hv", "color": OUTCOME_COLORS["kept"], "width": 2},
-            marker={"size": 7},
+            # Markers always: a flat stretch lying on the cap line still shows its points.
+            mode="lines+markers",
+            line={"shape": "hv", "color": OUTCOME_COLORS["kept"], "width": 2.5},
+            marker={"size": 7 if len(curve) <= 200 else 4, "color": OUTCOME_COLORS["kept"]},
             name="distinct ids left",
             meta="curve",
             hovertemplate="drop %{x} oldest → %{y} distinct ids left<extra></extra>",
@@ -167,12 +172,16 @@ def eviction_curve_figure(curve: Sequence[int], cap: int, k: int) -> go.Figure:
         fig.add_vline(
             x=kk, name="chosen k", line={"color": OUTCOME_COLORS["dropped"], "width": 1, "dash": "dot"}
         )
+    # The cap: thin, dashed, another colour than the curve, and under it, so the curve (and a
+    # flat stretch of it lying exactly on the cap) stays in view.
     fig.add_hline(
         y=cap,
         name="cap",
-        line={"color": LINE_COLORS["cap"], "width": 2, "dash": "dash"},
+        layer="below",
+        line={"color": LINE_COLORS["cap"], "width": CAP_WIDTH, "dash": "dash"},
         annotation_text=f"cap max_listings = {cap}",
         annotation_position="top right",
+        annotation_font_color=LINE_COLORS["cap"],
     )
     top = max([*curve, cap, 1])
     fig.update_layout(

@@ -19,10 +19,13 @@ import plotly.graph_objects as go
 
 from .colors import OUTCOME_COLORS
 
-__all__ = ["WEBGL_THRESHOLD", "call_timeline", "escape", "timeline_extent"]
+__all__ = ["WEBGL_THRESHOLD", "X_PAD", "call_timeline", "escape", "timeline_extent", "x_range"]
 
 #: Above this many points a trace is drawn with WebGL (go.Scattergl).
 WEBGL_THRESHOLD = 2_000
+
+#: Room left of t = 0 and right of the last call, as a fraction of the time span.
+X_PAD = 0.02
 
 _OUTCOME_LABELS = {"ok": "ok (page served)", "transient": "transient failure", "error": "error"}
 _SYMBOLS = {"ok": "circle", "transient": "x", "error": "diamond"}
@@ -144,9 +147,17 @@ def call_timeline(
         fig.update_yaxes(range=[rows + 0.5, 0.5], tickformat="d")
     else:
         fig.update_yaxes(autorange="reversed", tickformat="d")
-    if extent is not None:
-        pad = max(end * 0.03, 0.005)
-        fig.update_xaxes(range=[-pad, end + pad], zeroline=True)
-    else:
-        fig.update_xaxes(rangemode="tozero", zeroline=True)
+    # Padded on both sides so a marker at t = 0 (every first call) or at the end is drawn whole.
+    fig.update_xaxes(range=x_range(end), zeroline=True)
     return fig
+
+
+def x_range(end: float, pad: float = X_PAD) -> list[float]:
+    """The timeline's x range for calls from 0 to ``end`` seconds: ``pad`` of the span on each
+    side (at least 5 ms, so a run whose calls all start at 0 still has a visible span).
+
+    >>> x_range(1.0)
+    [-0.02, 1.02]
+    """
+    margin = max(end * pad, 0.005)
+    return [-margin, end + margin]

@@ -24,6 +24,7 @@ from convmem import DROP_REASONS, Compaction, Conversation, Message, Replay, Rep
 from convmem.history import OVER_LIMIT, START_ON_USER, TOO_BIG
 
 from .figures_budget import COMPARISON_METRICS, ReplayArrays, replay_arrays
+from .table_layout import column, table_view
 
 __all__ = [
     "MESSAGE_COLUMNS",
@@ -42,6 +43,14 @@ __all__ = [
     "nice_step",
     "sweep_grid",
     "default_conversation",
+    "context_caption",
+    "step_placeholder",
+    "summary_outcome_text",
+    "totals_caption",
+    "drop_event_view",
+    "context_view",
+    "messages_view",
+    "sweep_view",
 ]
 
 PREVIEW_CHARS = 80
@@ -181,9 +190,10 @@ def context_at_step(r: Replay, step: int, arrays: ReplayArrays | None = None) ->
     """The exact context right after add ``step`` (0-based), summary included, without replaying.
 
     Kept at ``step`` = messages added at or before it and not dropped by it. The summary in place
-    is the last one accepted at or before ``step``; it sits right before the first kept message
-    newer than the *frontier* (the newest message a cut dropped from the oldest end: reasons
-    over_limit, too_big, start_on_user), as History.context() places it (docs/decisions.md rule 7).
+    is the last one accepted at or before ``step`` (unless removed by then: pinned messages left
+    it no room); it sits right before the first kept message newer than the *frontier* (the
+    newest message a cut dropped from the oldest end: reasons over_limit, too_big,
+    start_on_user), as History.context() places it (docs/decisions.md rule 7).
     O(n) with numpy. Raises ValueError when ``step`` is out of range.
     """
     n = len(r.messages)
@@ -200,11 +210,10 @@ def context_at_step(r: Replay, step: int, arrays: ReplayArrays | None = None) ->
     cut = gone & np.isin(a.reason_code[: step + 1], frontier_codes)
     frontier = int(idx[cut].max()) if cut.any() else -1
     summary = None
-    for msg, (_sid, _tok, start, _stop) in zip(r.summaries, a.summary_spans):
-        if start <= step:
-            summary = msg
-        else:
+    for msg, (_sid, _tok, start, stop) in zip(r.summaries, a.summary_spans):
+        if start > step:
             break
+        summary = msg if step < stop else None  # replaced or removed by ``stop``
     out = [r.messages[i] for i in kept if i < frontier]
     if summary is not None:
         out.append(summary)
@@ -298,15 +307,28 @@ def limit_bounds(total_tokens: int, first_tokens: int = 0) -> LimitBounds:
     return LimitBounds(lo, hi, step, default)
 
 
-def sweep_grid(lo: int, hi: int, count: int, step: int = 1) -> tuple[int, ...]:
-    """``count`` limits spread evenly over [lo, hi], each a multiple of ``step``, unique, sorted.
+def sweep_grid(lo: int, hi: int, count: int, step: int = 1, through: int | None = None) -> tuple[int, ...]:
+    """At most ``count`` limits in [lo, hi], evenly spaced, one of them ``through`` (the current
+    limit; ``lo`` when None), sorted.
+
+    The spacing is the smallest multiple of ``step`` that covers [lo, hi] in ``count`` points,
+    so the grid reaches within one spacing of both ends; each limit is ``through`` plus a
+    multiple of the spacing (a multiple of ``step`` when ``through`` is).
 
     >>> sweep_grid(10, 1270, 5, 10)
-    (10, 320, 640, 960, 1270)
+    (10, 330, 650, 970)
+    >>> sweep_grid(10, 1270, 5, 10, through=430)
+    (110, 430, 750, 1070)
+    >>> sweep_grid(10, 1270, 20, 10, through=430)[:4]
+    (10, 80, 150, 220)
     """
     count = max(2, int(count))
-    values = {min(hi, max(lo, round((lo + (hi - lo) * k / (count - 1)) / step) * step)) for k in range(count)}
-    return tuple(sorted(values))
+    step = max(1, int(step))
+    lo, hi = int(lo), max(int(lo), int(hi))
+    spacing = max(step, math.ceil((hi - lo) / (count - 1) / step) * step)
+    anchor = lo if through is None else min(max(int(through), lo), hi)
+    first = anchor - ((anchor - lo) // spacing) * spacing
+    return tuple(range(first, hi + 1, spacing))[:count]
 
 
 def default_conversation(conversations: Sequence[Conversation], first: int = 10) -> str | None:
@@ -315,3 +337,162 @@ def default_conversation(conversations: Sequence[Conversation], first: int = 10)
     if not head:
         return None
     return max(head, key=lambda c: c.total_tokens).id  # the first of equals
+
+
+# -------------------------------------------------------------------------------------- words
+
+
+def totals_caption(n_events: int, has_target: bool = False, has_summary_budget: bool = False) -> str:
+    """The one line under the totals chart: how to read it, naming only what it draws.
+
+    >>> totals_caption(0)
+    'Each point is the total after one add; the dashed line is the limit. Nothing was dropped at this limit (lower it to see drop events); click the line to pick a step below.'
+    """
+    lines = "the dashed line is the limit"
+    if has_target:
+        lines += ", dotted = target"
+    if has_summary_budget:
+        lines += ", dash-dot = what a cut cuts to (target − summary budget)"
+    head = f"Each point is the total after one add; {lines}."
+    if n_events == 0:
+        return (
+            f"{head} Nothing was dropped at this limit (lower it to see drop events); click the "
+            "line to pick a step below."
+        )
+    return (
+        f"{head} Triangles mark the {n_events:,} drop event{'s' if n_events != 1 else ''} (colour = "
+        "main reason; hover for what went); click one to inspect it below, or the line to pick a step."
+    )
+
+
+def context_caption(any_dropped: bool, any_summary: bool) -> str:
+    """The one line under the context-window chart, naming only the marks it draws.
+
+    >>> context_caption(False, False)
+    'One bar per message, from the add that brought it to the end (colour = role); nothing was dropped. A vertical slice is the context at that step.'
+    """
+    head = "One bar per message, from the add that brought it to the add that dropped it"
+    if not any_dropped:
+        head = "One bar per message, from the add that brought it to the end"
+    marks = ["colour = role"]
+    if any_dropped:
+        marks.append("× = dropped, colour = reason")
+    if any_summary:
+        marks.append("purple row = summary")
+    tail = "" if any_dropped else "; nothing was dropped"
+    return f"{head} ({'; '.join(marks)}){tail}. A vertical slice is the context at that step."
+
+
+def summary_outcome_text(outcome) -> str:
+    """What a drop event did to the summary (a convmem SummaryEvent, or None), in one line.
+
+    A summary is accepted (replacing the previous one or not), rejected (the previous one stays),
+    or the summary in place is removed because the pinned messages leave it no room.
+
+    >>> summary_outcome_text(None)
+    'Summary: none (summaries are off, or the message was refused on arrival).'
+    """
+    if outcome is None:
+        return "Summary: none (summaries are off, or the message was refused on arrival)."
+    removed = getattr(outcome, "removed_id", None)
+    if outcome.accepted and outcome.id != removed:
+        replaced = f", replacing {outcome.replaced_id}" if outcome.replaced_id else ""
+        return f"Summary {outcome.id} accepted: {outcome.tokens:,} of {outcome.budget:,} budget tokens{replaced}."
+    if removed is not None and (outcome.id == removed or outcome.id is None):
+        return f"Summary {removed} removed, no summary in context now: {outcome.reason}."
+    if removed is not None:
+        return f"Summary {outcome.id} rejected and {removed} removed, no summary in context now: {outcome.reason}."
+    return f"Summary {outcome.id or ''} rejected, the previous one stays: {outcome.reason}.".replace("Summary  ", "Summary ")
+
+
+def step_placeholder(default_step: int, has_event: bool) -> str:
+    """The placeholder of the empty "Add step" box: which step is shown until one is typed.
+
+    >>> step_placeholder(24, False)
+    '24 (the last add; click the total line to pick a step)'
+    """
+    if has_event:
+        return f"{default_step} (the selected drop event; click the total line to pick a step)"
+    return f"{default_step} (the last add; click the total line to pick a step)"
+
+
+# ---------------------------------------------------------------------------- table layouts
+
+#: Widths of the short columns the token-budget tables share (pixels), so the preview text has
+#: room in a 1280-px-wide window.
+_SHORT = {
+    "#": column(width=40),
+    "step": column(width=55),
+    "role": column(width=75),
+    "tokens": column(width=60),
+    "status": column(width=70),
+    "reason": column(width=105),
+    "added at": column(width=70),
+    "summarized": column(width=90),
+    "dropped at": column(width=85),
+    "in context (adds)": column("in ctx (adds)", width=100, help="How many adds it stayed in the context."),
+}
+
+
+def _preview_column() -> dict:
+    return column(
+        width="large",
+        help=f"Its text, whitespace collapsed, cut to {PREVIEW_CHARS} characters (the JSON and CSV downloads have it whole).",
+    )
+
+
+def drop_event_view(rows: int) -> dict:
+    """st.dataframe arguments of :func:`drop_event_table`: the preview right after what was
+    dropped and why, wrapping in a wide column (the five fit in 800 px); as tall as its rows
+    (up to 6)."""
+    order = ["id", "role", "tokens", "reason", "preview", "added at", "summarized", "in context (adds)"]
+    return table_view(
+        rows, wrap=True, max_rows=6, order=order,
+        columns={**{k: v for k, v in _SHORT.items() if k in order}, "id": column(width=160), "preview": _preview_column()},
+    )
+
+
+def context_view(rows: int) -> dict:
+    """st.dataframe arguments of :func:`context_table`: the preview wraps in a wide column (the
+    five columns fit in 800 px); at most 8 rows tall."""
+    order = ["#", "id", "role", "tokens", "preview"]
+    return table_view(
+        rows, wrap=True, max_rows=8, order=order,
+        columns={**{k: v for k, v in _SHORT.items() if k in order}, "id": column(width=160), "preview": _preview_column()},
+    )
+
+
+def messages_view(rows: int) -> dict:
+    """st.dataframe arguments of the every-message table: what happened to a message first, then
+    its preview wrapping in a 290-px column (80 characters in two or three lines; these seven
+    fit in 800 px), then the details; at most 10 rows tall."""
+    order = [
+        "step", "id", "role", "tokens", "status", "reason", "preview", "dropped at", "summarized",
+        "in context (adds)",
+    ]
+    return table_view(
+        rows, wrap=True, max_rows=10, order=order,
+        columns={
+            **{k: v for k, v in _SHORT.items() if k in order},
+            "id": column(width=150),
+            "preview": {**_preview_column(), "width": 290},
+        },
+    )
+
+
+def sweep_view(rows: int) -> dict:
+    """st.dataframe arguments of :func:`sweep_table`: short headers (units in the tooltips) so the
+    seven columns fit inside the sweep's expander in a 1280-px window; at most 10 rows tall."""
+    tokens = "In tokens."
+    return table_view(
+        rows, max_rows=10,
+        columns={
+            "limit (tokens)": column("limit (tokens)", help=tokens),
+            "compactions": column("compactions", help="Adds that dropped something."),
+            "prefix changes": column("prefix chg.", help="Adds after which the context starts differently (uncached re-sends)."),
+            "mean context (tokens)": column("mean ctx (tokens)", help="Tokens in context after an add, on average."),
+            "max context (tokens)": column("max ctx (tokens)", help=tokens),
+            "messages dropped": column("msgs dropped", help="Messages dropped over the whole conversation."),
+            "tokens dropped": column("tokens dropped", help="Tokens of the dropped messages (summaries not counted)."),
+        },
+    )

@@ -5,6 +5,8 @@ Pure (no streamlit). :func:`shopper_view` turns one shopper's conversations (old
 (:func:`evict`) is one call into convmem's linear eviction functions.
 
 >>> from convmem.conversations import Conversation
+
+from .table_layout import column, table_view
 >>> convs = [Conversation(f"c{i}", "u", (), tuple(ids))
 ...          for i, ids in enumerate([["p1", "p2"], ["p2", "p3"], ["p4", "p1"]])]
 >>> view = shopper_view(convs)
@@ -25,12 +27,15 @@ import pandas as pd
 from convmem import evict_conversations, eviction_curve, explain_eviction, kept_from
 from convmem.conversations import Conversation
 
+from .table_layout import column, table_view
+
 __all__ = [
     "NO_SHOPPER",
     "Eviction",
     "ShopperView",
     "default_shopper",
     "dropped_table",
+    "dropped_table_view",
     "evict",
     "remaining_table",
     "shopper_key",
@@ -244,3 +249,42 @@ def remaining_table(view: ShopperView, ev: Eviction) -> pd.DataFrame:
         for listing in ev.remaining
     ]
     return pd.DataFrame(records, columns=["listing id", "mentions", "in conversations #"])
+
+
+#: The "why each drop" table's columns as shown: the short key columns, then the sentence (it
+#: wraps; it names the count before and after), all within a 1280-px window's main area (820 px);
+#: then the details, which a wider window shows and a narrow one scrolls to.
+DROPPED_ORDER = (
+    "#", "conversation", "fate", "released", "shared with newer", "why", "count before -> after",
+    "distinct ids", "mentions", "messages", "title",
+)
+
+
+def dropped_table_view(rows: int) -> dict:
+    """st.dataframe arguments of :func:`dropped_table`: as tall as its rows (up to 8), the why
+    sentence wrapped in a wide column right after the released and shared counts it explains,
+    short headers; the key columns fit in 800 px."""
+    return table_view(
+        rows,
+        wrap=True,
+        max_rows=8,
+        order=DROPPED_ORDER,
+        columns={
+            "#": column(width=40),
+            "conversation": column(width=135),
+            "fate": column(width=75),
+            "released": column(
+                "released", width=70,
+                help="Ids whose last mention was in this conversation: dropping it releases them.",
+            ),
+            "shared with newer": column(
+                "shared", width=65,
+                help="Ids newer conversations mention again: dropping this one keeps them counted.",
+            ),
+            "count before -> after": column(
+                "ids before → after", width=125,
+                help="Distinct listing ids before and after this conversation was dropped.",
+            ),
+            "why": column(width="large"),
+        },
+    )

@@ -15,8 +15,8 @@ to the loader's :class:`~convmem.CallRecord` by position.
 >>> run = run_simulation(msgs, 2, FaultConfig(empty_page=1), LoadSettings())
 >>> run.stop_reason, run.loaded_ids, run.lost_ids
 ('empty_page', ('m0', 'm1'), ('m2', 'm3', 'm4', 'm5'))
->>> [(c["cursor"], c["outcome"], c["fault"]) for c in run.calls]
-[('None', 'ok', ''), ('e2', 'ok', 'empty_page')]
+>>> [(c["cursor"], c["outcome"], c["fault"], c["next_cursor"]) for c in run.calls]
+[('(first page)', 'ok', '', 'e2'), ('e2', 'ok', 'empty_page', 'p2')]
 """
 
 from __future__ import annotations
@@ -41,14 +41,22 @@ from convmem import (
 )
 from convmem.stores import FAULT_EFFECTS, FAULT_NAMES, FAULT_TRANSIENT
 
+from .table_layout import column, table_view
+
 __all__ = [
+    "END_CURSOR",
+    "FIRST_PAGE",
     "FlakyRun",
     "LoadSettings",
     "OUTCOMES",
     "STOP_WORDS",
     "call_table",
+    "call_table_view",
+    "error_table",
+    "error_table_view",
     "explain_stop",
     "fault_outcome_table",
+    "fault_outcome_view",
     "failure_message",
     "run_simulation",
     "step_state",
@@ -134,8 +142,25 @@ class FlakyRun:
         )
 
 
+#: How a call's cursor None (the loader's first request) is shown.
+FIRST_PAGE = "(first page)"
+#: How a next cursor None (the store says there is no next page) is shown.
+END_CURSOR = "(end)"
+
+
 def _show_cursor(cursor: Any) -> str:
-    return "None" if cursor is None else str(cursor)
+    """A request's cursor as shown: None is the first page's (the loader always starts there)."""
+    return FIRST_PAGE if cursor is None else str(cursor)
+
+
+def _show_next(cursor: Any) -> str:
+    """A page's next cursor as shown: None means the store has no next page."""
+    return END_CURSOR if cursor is None else str(cursor)
+
+
+def _cursor_words(shown: str) -> str:
+    """A shown cursor in a sentence: "the first page" or "cursor p4"."""
+    return "the first page" if shown == FIRST_PAGE else f"cursor {shown}"
 
 
 def _call_rows(report: LoadReport, store: FlakyStore) -> list[dict[str, Any]]:
@@ -168,7 +193,7 @@ def _call_rows(report: LoadReport, store: FlakyStore) -> list[dict[str, Any]]:
                 "page_size": call.page_size,
                 "new_messages": call.new_messages,
                 "duplicates": call.duplicates,
-                "next_cursor": _show_cursor(call.next_cursor) if call.outcome == "ok" else "",
+                "next_cursor": _show_next(call.next_cursor) if call.outcome == "ok" else "",
                 "loaded_after": loaded,
             }
         )
@@ -260,7 +285,7 @@ def explain_stop(run: FlakyRun) -> str:
     words = STOP_WORDS.get(run.stop_reason or "", f"Stopped: {run.stop_reason}.")
     if last is None:
         return words
-    where = f"Call #{last['index']} (cursor {last['cursor']}"
+    where = f"Call #{last['index']} ({_cursor_words(last['cursor'])}"
     if run.stop_reason == "repeated_cursor":
         where += f", next cursor {last['next_cursor']}"
     where += ")"
@@ -279,10 +304,12 @@ def failure_message(run: FlakyRun) -> str:
         if run.failure == "deadline"
         else "every allowed attempt failed"
     )
+    where = _cursor_words(err["cursor"])
+    page = "The first page" if err["cursor"] == FIRST_PAGE else f"The page at {where}"
     return (
-        f"The page at cursor {err['cursor']} kept failing: {why} after {err['attempts']} "
+        f"{page} kept failing: {why} after {err['attempts']} "
         f"attempt(s). {err['loaded']} of {len(run.truth)} messages were loaded before it; a caller "
-        f"keeps them and can resume from cursor {err['cursor']}. load_history raised PageLoadError "
+        f"keeps them and can resume from {where}. load_history raised PageLoadError "
         f"instead of returning a partial history. Last error: {err['last_error']}"
     )
 
@@ -291,7 +318,12 @@ def failure_message(run: FlakyRun) -> str:
 
 
 def call_table(run: FlakyRun, upto: int | None = None) -> pd.DataFrame:
-    """The call log as a table (first ``upto`` calls; all when None), one row per call."""
+    """The call log as a table (first ``upto`` calls; all when None), one row per call.
+
+    A request's cursor None shows as ``(first page)``, a next cursor None as ``(end)``. The
+    ``error`` column holds the raised error's message verbatim; :func:`call_table_view` leaves it
+    out of the log (too long for a column) and :func:`error_table` shows it in full.
+    """
     rows = run.calls if upto is None else run.calls[:upto]
     columns = [
         "index", "request", "cursor", "attempt", "outcome", "fault", "started_at", "delay_after",
@@ -352,7 +384,7 @@ def truth_table(run: FlakyRun, *, only_problems: bool = False) -> pd.DataFrame:
     loaded = set(run.loaded_ids)
     repeated = set(run.repeated_ids)
     if run.error is not None:
-        lost_why = f"not reached: the load raised at cursor {run.error['cursor']}"
+        lost_why = f"not reached: the load raised at {_cursor_words(run.error['cursor'])}"
     else:
         lost_why = f"after the load stopped ({run.stop_reason})"
     fate = {"loaded": "", "lost": lost_why, "repeated": "loaded more than once"}
@@ -409,14 +441,14 @@ def step_state(run: FlakyRun, upto: int) -> dict[str, Any]:
     last = rows[-1] if rows else None
     done = upto >= n
     if last is None:
-        nxt = "The loader will request the first page (cursor None)."
+        nxt = "The loader will request the first page."
         at = 0.0
     else:
         at = last["started_at"] + (last["delay_after"] or 0.0)
         if last["outcome"] == "transient" and last["delay_after"] is not None:
             nxt = (
                 f"Call failed ({last['fault'] or 'transient'}): back off {last['delay_after']:.3f} s "
-                f"on the virtual clock, then retry cursor {last['cursor']} (attempt "
+                f"on the virtual clock, then retry {_cursor_words(last['cursor'])} (attempt "
                 f"{last['attempt'] + 1})."
             )
         elif last["outcome"] == "ok" and not done:
@@ -446,3 +478,68 @@ def step_state(run: FlakyRun, upto: int) -> dict[str, Any]:
         "next": nxt,
         "done": done,
     }
+
+
+# -- how the tables are shown ----------------------------------------------------------------------
+
+#: The call log's columns as shown (the error text has its own table: see error_table).
+CALL_LOG_ORDER = (
+    "call #", "request", "cursor", "attempt", "outcome", "fault", "at (s)", "backoff after (s)",
+    "page size", "new", "duplicates", "next cursor", "loaded so far",
+)
+
+
+def call_table_view(rows: int) -> dict[str, Any]:
+    """st.dataframe arguments of the call log: as tall as its rows (up to 12, then it scrolls),
+    short headers so every column fits a 1280-px window, the error text left to error_table,
+    "–" where a call had no backoff."""
+    return table_view(
+        rows,
+        max_rows=12,
+        order=CALL_LOG_ORDER,
+        placeholder="–",  # no backoff after an ok call (or the last attempt)
+        columns={
+            "call #": column("call", help="0-based call number (retries are calls too)."),
+            "request": column("req.", help="Page request: a request and its retries share it."),
+            "cursor": column(width=95, help="The cursor requested; (first page) = None, where every load starts."),
+            "attempt": column("try", help="Attempt of this request (1 = first try)."),
+            "at (s)": column("at (s)", help="Virtual time the call started, in seconds."),
+            "backoff after (s)": column("backoff (s)", help="Backoff sleep after this failed call, in seconds."),
+            "page size": column("msgs", help="Messages on the page served."),
+            "new": column("new", help="Messages not loaded before."),
+            "duplicates": column("dup.", help="Messages already loaded (skipped)."),
+            "next cursor": column("next cursor", width=85, help="The cursor the page points to; (end) = None, no next page."),
+            "loaded so far": column("loaded", help="Distinct messages loaded once this call was done."),
+        },
+    )
+
+
+def error_table(run: FlakyRun, upto: int | None = None) -> pd.DataFrame:
+    """The calls that raised (first ``upto`` calls): call #, cursor, attempt, fault, error (the
+    message verbatim)."""
+    rows = [r for r in (run.calls if upto is None else run.calls[:upto]) if r["error"]]
+    frame = pd.DataFrame(rows, columns=["index", "cursor", "attempt", "fault", "error"])
+    return frame.rename(columns={"index": "call #"})
+
+
+def error_table_view(rows: int) -> dict[str, Any]:
+    """st.dataframe arguments of :func:`error_table`: the error text in a wide column."""
+    return table_view(rows, max_rows=8, columns={"error": column(width="large")})
+
+
+def fault_outcome_view(rows: int) -> dict[str, Any]:
+    """st.dataframe arguments of :func:`fault_outcome_table`: the effect text wraps in a wide
+    column, so a whole sentence is read without scrolling."""
+    return table_view(
+        rows,
+        wrap=True,
+        max_rows=10,
+        columns={
+            "fault": column(width=130),
+            "ok": column(width=50),
+            "transient": column(width=80),
+            "error": column(width=50),
+            "calls": column(width=50),
+            "effect on a load": column(width="large"),
+        },
+    )

@@ -16,9 +16,13 @@ from convmem_dashboard.tables_store import (
     FlakyRun,
     LoadSettings,
     call_table,
+    call_table_view,
+    error_table,
+    error_table_view,
     explain_stop,
     failure_message,
     fault_outcome_table,
+    fault_outcome_view,
     run_simulation,
     step_state,
     truth_table,
@@ -262,14 +266,20 @@ else:
         st.dataframe(truth_frame(run_key, False, run), hide_index=True)
 
 st.subheader("Injected faults against outcomes")
-st.dataframe(fault_outcome_table(run, upto), hide_index=True)
+faults_table = fault_outcome_table(run, upto)
+st.dataframe(faults_table, hide_index=True, **fault_outcome_view(len(faults_table)))
 st.caption(
     "Rows: the injected faults (a call can show two); columns: how the calls that showed them "
     "ended. The last column says whether that fault can lose data."
 )
 
 st.subheader("Call log")
-st.dataframe(call_table(run, upto), hide_index=True, height=320)
+log = call_table(run, upto)
+st.dataframe(log, hide_index=True, **call_table_view(len(log)))
+errors = error_table(run, upto)
+if len(errors):
+    st.caption(f"Errors raised by the store ({len(errors)} call(s)), message verbatim:")
+    st.dataframe(errors, hide_index=True, **error_table_view(len(errors)))
 
 with st.expander("Reproduce this run in Python"):
     st.code(

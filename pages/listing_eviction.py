@@ -18,6 +18,7 @@ from convmem_dashboard.tables_eviction import (
     ShopperView,
     default_shopper,
     dropped_table,
+    dropped_table_view,
     evict,
     remaining_table,
     shopper_options,
@@ -135,7 +136,8 @@ st.caption(
 st.subheader("Why each drop did or did not help")
 table = dropped_table(view, ev)
 dropped_only = st.checkbox("Only dropped conversations", True, key="only", **URL)
-st.dataframe(table[table["fate"] == "dropped"] if dropped_only else table, hide_index=True)
+shown = table[table["fate"] == "dropped"] if dropped_only else table
+st.dataframe(shown, hide_index=True, **dropped_table_view(len(shown)))
 if ev.k == 0:
     st.caption(f"Nothing is dropped: all {view.max_cap} distinct ids fit under the cap.")
 else:

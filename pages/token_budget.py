@@ -24,12 +24,20 @@ from convmem_dashboard.figures_budget import (
 from convmem_dashboard.tables_budget import (
     comparison_table,
     context_at_step,
+    context_caption,
     context_table,
+    context_view,
     default_conversation,
     drop_event_table,
+    drop_event_view,
     limit_bounds,
+    messages_view,
+    step_placeholder,
+    summary_outcome_text,
     sweep_grid,
     sweep_table,
+    sweep_view,
+    totals_caption,
 )
 
 require_entry()
@@ -133,7 +141,7 @@ limit = top[1].slider(
     help="Compaction runs when the total passes the limit. A total equal to the limit fits.",
 )
 
-cols = st.columns([2, 2, 3, 3])
+cols = st.columns([2, 2.5, 3, 2.5])  # room for "Keep tool groups" and its help icon
 pin_system = cols[0].toggle("Pin system", False, key="pin_sys", bind=URL, help="System messages are never dropped.")
 pin_latest_user = cols[0].toggle(
     "Pin latest user", False, key="pin_user", bind=URL, help="The newest user message is never dropped."
@@ -194,16 +202,18 @@ arrays = cb.get_arrays(key, conv_id, settings)
 stats = r.stats
 
 # ---------------------------------------------------------------------------------------- metrics
-m = st.columns(6)
-m[0].metric("Final total", f"{r.totals[-1]:,}", help=f"Tokens in context after the last add (limit {limit:,} tokens).")
-m[1].metric("Compactions", f"{stats.compactions:,}", help="Adds that dropped something from the context.")
-m[2].metric("Messages dropped", f"{stats.messages_dropped:,}", help=f"{stats.tokens_dropped:,} tokens in all (summaries not counted).")
-m[3].metric(
+# Two rows of three (tokens, then drops): labels with their unit and a help icon stay whole
+# in a 1280-px window.
+m = [*st.columns(3), *st.columns(3)]
+m[0].metric("Final total (tokens)", f"{r.totals[-1]:,}", help=f"Tokens in context after the last add (limit {limit:,} tokens).")
+m[3].metric("Compactions", f"{stats.compactions:,}", help="Adds that dropped something from the context.")
+m[4].metric("Messages dropped", f"{stats.messages_dropped:,}", help=f"{stats.tokens_dropped:,} tokens in all (summaries not counted).")
+m[5].metric(
     "Prefix changes", f"{stats.prefix_changes:,}",
     help="Adds after which the context starts differently: each re-sends the whole prompt uncached.",
 )
-m[4].metric("Mean context", f"{stats.mean_context:,.0f}", help=f"Tokens in context after an add, on average; max {stats.max_context:,} tokens.")
-m[5].metric(
+m[1].metric("Mean context (tokens)", f"{stats.mean_context:,.0f}", help=f"Tokens in context after an add, on average; max {stats.max_context:,} tokens.")
+m[2].metric(
     "Adds over limit", f"{stats.over_limit_steps:,}",
     help="Adds after which pinned messages alone kept the total above the limit (History.over_limit).",
 )
@@ -236,10 +246,7 @@ st.plotly_chart(
     on_select=_on_chart_pick,
     selection_mode="points",
 )
-st.caption(
-    "Each point is the total after one add; dashed line = limit, dotted = target. Triangles mark "
-    "drop events (colour = main reason; hover for what went); click one to inspect it below."
-)
+st.caption(totals_caption(n_events, arrays.has_target, arrays.summary_budget is not None))
 
 st.subheader("Drop events")
 if selected is None:
@@ -252,27 +259,21 @@ else:
         f"{event.message_id}; trigger: {event.trigger}; total {event.total_before:,} → "
         f"{event.total_after:,} tokens; dropped {len(event.dropped)} message(s), {dropped_tokens:,} tokens."
     )
-    st.dataframe(drop_event_table(event, r.messages), hide_index=True, key="ev_table")
+    st.dataframe(
+        drop_event_table(event, r.messages), hide_index=True, key="ev_table", **drop_event_view(len(event.dropped))
+    )
     outcome = event.summary
-    if outcome is None:
-        st.text("Summary: none (summaries are off, or the message was refused on arrival).")
-    elif outcome.accepted:
-        replaced = f", replacing {outcome.replaced_id}" if outcome.replaced_id else ""
-        st.text(f"Summary {outcome.id} accepted: {outcome.tokens:,} of {outcome.budget:,} budget tokens{replaced}.")
-        text = next((s.content for s in r.summaries if s.id == outcome.id), None)
+    st.text(summary_outcome_text(outcome))
+    if outcome is not None and outcome.accepted and outcome.id != getattr(outcome, "removed_id", None):
+        text = next((s.content for s in r.summaries if s is not None and s.id == outcome.id), None)
         if text:
             st.code(text, language=None, wrap_lines=True)
-    else:
-        st.text(f"Summary rejected, the previous one stays: {outcome.reason}.")
 
 st.plotly_chart(
     context_window_figure(arrays, start=win[0], stop=win[1], selected_step=events[selected].step if selected is not None else None),
     key="ctx_chart",
 )
-st.caption(
-    "One bar per message, from the add that brought it to the add that dropped it (colour = role; "
-    "× = dropped, colour = reason; purple row = summary). A vertical slice is the context at that step."
-)
+st.caption(context_caption(bool((arrays.dropped_at >= 0).any()), bool(arrays.summary_spans)))
 
 # ------------------------------------------------------------------------------ context at a step
 st.subheader("Context at a step")
@@ -280,12 +281,12 @@ default_step = events[selected].step if selected is not None else n - 1
 _drop_if("ctx_step", lambda v: v is not None and not (isinstance(v, int) and 0 <= v <= n - 1))
 chosen = st.number_input(
     "Add step (message #)", min_value=0, max_value=n - 1, value=None, step=1, key="ctx_step", bind=URL,
-    placeholder=f"{default_step} (the selected drop event; click the total line to pick a step)",
+    placeholder=step_placeholder(default_step, selected is not None),
 )
 step = default_step if chosen is None else int(chosen)
 context = context_at_step(r, step, arrays)
 st.text(f"After add step {step}: {len(context)} message(s), {sum(x.tokens for x in context):,} tokens.")
-st.dataframe(context_table(context), hide_index=True, key="ctx_table", height=240)
+st.dataframe(context_table(context), hide_index=True, key="ctx_table", **context_view(len(context)))
 st.download_button(
     "Download this context (JSON)",
     cb.get_context_json(key, conv_id, settings, step),
@@ -299,17 +300,20 @@ st.download_button(
 # ------------------------------------------------------------------------------------ A against B
 with st.expander("Compare with a second setting (B)", expanded=n <= LAZY_MESSAGES, key="cmp", bind=URL) as cmp:
     if cmp.open:
-        bc = st.columns([2, 3, 2, 1])
+        # Two rows: the four policies need the whole width to show every chip, and the toggle's
+        # label its own column.
+        bc = st.columns([3, 4, 2], vertical_alignment="bottom")
         b_limit = bc[0].number_input(
             "B limit (tokens)", min_value=bounds.lo, value=None, step=bounds.step, key="b_limit", bind=URL,
             placeholder=f"same as A ({limit:,})",
         )
         b_limit = limit if b_limit is None else int(b_limit)
-        b_pol = bc[1].multiselect(
-            "B policies", POLICIES, default=POLICIES, key="b_pol", bind=URL
+        b_pct = bc[1].slider("B target (% of its limit; 100 = off)", 5, 100, 50, step=5, key="b_tgt", bind=URL)
+        b_sum = bc[2].toggle("B summaries", False, key="b_sum", bind=URL, help="Same budget as A's summary budget.")
+        b_pol = st.multiselect(
+            "B policies", POLICIES, default=POLICIES, key="b_pol", bind=URL,
+            help="History's keyword options B turns on (A's are the toggles at the top).",
         )
-        b_pct = bc[2].slider("B target (% of its limit; 100 = off)", 5, 100, 50, step=5, key="b_tgt", bind=URL)
-        b_sum = bc[3].toggle("B summaries", False, key="b_sum", bind=URL, help="Same budget as A's summary budget.")
         b_target = round(b_limit * b_pct / 100) if b_pct < 100 else None
         b_cap = b_limit if b_target is None else b_target
         b_budget = None
@@ -331,16 +335,17 @@ with st.expander("Compare with a second setting (B)", expanded=n <= LAZY_MESSAGE
 with st.expander("Limit sweep: pick a limit by eye", expanded=n <= LAZY_MESSAGES, key="sweep", bind=URL) as sweep:
     if sweep.open:
         count = st.slider("Limits to try", 5, 40, 20, key="sw_n", bind=URL,
-                          help=f"One replay per limit; this conversation has {n:,} messages.")
-        limits = sweep_grid(bounds.lo, bounds.hi, count, bounds.step)
+                          help=f"Up to this many limits, evenly spaced over the slider's range and "
+                          f"through the current limit; one replay each ({n:,} messages).")
+        limits = sweep_grid(bounds.lo, bounds.hi, count, bounds.step, through=limit)
         rows = cb.get_sweep(key, conv_id, settings, limits)
         st.plotly_chart(sweep_figure(rows, limit), key="sweep_pick", on_select=_on_sweep_pick, selection_mode="points")
         st.caption(
-            "The current policies at other limits (a target keeps its % of the limit); the dotted "
-            "line is the current limit. Look for the knee where compactions stop falling fast; "
-            "click a point to use its limit."
+            "The current policies at evenly spaced limits, the current one among them (a target "
+            "keeps its % of the limit); the dotted line is the current limit. Look for the knee "
+            "where compactions stop falling fast; click a point to use its limit."
         )
-        st.dataframe(sweep_table(rows), hide_index=True, key="sweep_table")
+        st.dataframe(sweep_table(rows), hide_index=True, key="sweep_table", **sweep_view(len(rows)))
 
 # ---------------------------------------------------------------------------------- every message
 st.subheader("Every message")
@@ -352,7 +357,8 @@ if pages > 1:
 else:
     page = 1
 first = (page - 1) * TABLE_PAGE_ROWS
-st.dataframe(table.iloc[first : first + TABLE_PAGE_ROWS], hide_index=True, key="msg_table", height=360)
+page_rows = table.iloc[first : first + TABLE_PAGE_ROWS]
+st.dataframe(page_rows, hide_index=True, key="msg_table", **messages_view(len(page_rows)))
 st.caption(
     f"Rows {first:,}–{min(n, first + TABLE_PAGE_ROWS) - 1:,} of {n:,} (one row per message; "
     "'dropped at' is the add step that dropped it, empty while kept). The CSV has every row."

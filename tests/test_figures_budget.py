@@ -311,8 +311,96 @@ def test_limit_bounds_and_grid():
     lo, hi, step, default = tb.limit_bounds(6024, 1198)
     assert lo == step and hi >= 6024 and lo <= default <= hi and default % step == 0
     assert default >= 2 * 1198  # the system prompt fits
-    grid = tb.sweep_grid(lo, hi, 12, step)
-    assert grid[0] == lo and grid[-1] == hi and list(grid) == sorted(set(grid))
+    for through in (None, lo, default, default + step, hi, 1234):
+        for count in (5, 12, 20, 40):
+            grid = tb.sweep_grid(lo, hi, count, step, through=through)
+            gaps = {b - a for a, b in zip(grid, grid[1:])}
+            assert len(gaps) == 1, (through, count, grid)  # evenly spaced
+            gap = gaps.pop()
+            assert gap % step == 0 and 2 <= len(grid) <= count
+            assert (lo if through is None else through) in grid  # the current limit is swept
+            assert lo <= grid[0] < lo + gap and hi - gap < grid[-1] <= hi  # the whole range
+            if through is not None and through % step == 0:
+                assert all(x % step == 0 for x in grid)
     convs = load_conversations(SAMPLE)
     best = tb.default_conversation(convs)
     assert best == max(convs[:10], key=lambda c: c.total_tokens).id
+
+
+# ------------------------------------------------------------------- review fixes (layout, words)
+
+
+def test_comparison_panels_leave_headroom_over_the_taller_bar():
+    msgs = _msgs()
+    a = replay(msgs, HistorySettings(60)).stats
+    b = replay(msgs, HistorySettings.all_policies(60, target=30)).stats
+    fig = fb.comparison_figure(a, b)
+    for k, (attr, _label, _unit) in enumerate(fb.COMPARISON_METRICS):
+        yaxis = fig.layout["yaxis" if k == 0 else f"yaxis{k + 1}"]
+        top = max(getattr(a, attr), getattr(b, attr))
+        assert tuple(yaxis.range) == pytest.approx((0, top * 1.15 if top else 1)), attr
+    assert fb.BAR_HEADROOM == 1.15
+
+
+def test_words_under_the_charts_follow_what_they_draw():
+    none = tb.totals_caption(0)
+    assert "riangle" not in none and "Nothing was dropped" in none and "dotted" not in none
+    some = tb.totals_caption(7, has_target=True, has_summary_budget=True)
+    assert "Triangles mark the 7 drop events" in some and "dotted = target" in some and "dash-dot" in some
+    assert "1 drop event " in tb.totals_caption(1)
+    assert tb.step_placeholder(24, False) == "24 (the last add; click the total line to pick a step)"
+    assert "selected drop event" in tb.step_placeholder(10, True)
+    assert "×" not in tb.context_caption(False, False) and "purple" not in tb.context_caption(False, False)
+    assert "× = dropped" in tb.context_caption(True, False) and "purple row" in tb.context_caption(True, True)
+
+
+def test_preview_tables_wrap_their_text_after_the_short_columns():
+    from convmem_dashboard.table_layout import WRAP_ROW_PX
+
+    for build, rows in ((tb.drop_event_view, 3), (tb.context_view, 12), (tb.messages_view, 1000)):
+        view = build(rows)
+        order = view["column_order"]
+        assert view["row_height"] == WRAP_ROW_PX > 64, build.__name__  # the grid wraps text cells
+        before = order[: order.index("preview") + 1]
+        widths = [view["column_config"][c]["width"] for c in before]
+        # the preview and every column before it fit a 1280-px window's main area (820 px)
+        assert sum(400 if w == "large" else w for w in widths) <= 810, (build.__name__, widths)
+    assert tb.drop_event_view(2)["height"] < tb.drop_event_view(6)["height"] == tb.drop_event_view(60)["height"]
+    sweep = tb.sweep_view(20)
+    table = tb.sweep_table(sweep_limits(_msgs(), HistorySettings(80), [40, 80]))
+    assert set(sweep["column_config"]) == set(table.columns)  # every column gets a short header
+
+
+def test_summary_outcome_text_names_a_removed_summary():
+    from convmem.history import SummaryEvent
+
+    assert tb.summary_outcome_text(SummaryEvent(True, "summary-4", 59, 120)) == (
+        "Summary summary-4 accepted: 59 of 120 budget tokens."
+    )
+    assert tb.summary_outcome_text(SummaryEvent(True, "summary-5", 60, 120, replaced_id="summary-4")).endswith(
+        ", replacing summary-4."
+    )
+    rejected = tb.summary_outcome_text(SummaryEvent(False, "summary-2", 130, 120, reason="too long"))
+    assert rejected == "Summary summary-2 rejected, the previous one stays: too long."
+    removed = SummaryEvent(False, "summary-1", 70, 120, reason="no room", removed_id="summary-1")
+    assert tb.summary_outcome_text(removed) == "Summary summary-1 removed, no summary in context now: no room."
+    both = SummaryEvent(False, "summary-3", 83, 120, reason="over; removed", removed_id="summary-1")
+    assert "stays" not in tb.summary_outcome_text(both) and "summary-1 removed" in tb.summary_outcome_text(both)
+
+
+def test_a_removed_summary_ends_its_span_and_leaves_the_context():
+    """convmem removes the summary when pinned messages leave it no room: the context window and
+    the context at a step drop it from that add on (checked against convmem.context_at)."""
+    conv = load_conversations(SAMPLE)[5]
+    s = HistorySettings(300, None, True, True, False, False, 120)
+    r = replay(conv.messages, s)
+    removals = [(step, e) for step, e in r.compactions.summary_events if getattr(e, "removed_id", None)]
+    if not removals:
+        pytest.skip("no summary removal in this conversation under these settings")
+    a = fb.replay_arrays(r)
+    step, event = removals[0]
+    span = next(sp for sp in a.summary_spans if sp[0] == event.removed_id)
+    assert span[3] == step  # the span ends at the add that removed it
+    for k in range(len(conv.messages)):
+        assert tb.context_at_step(r, k, a) == context_at(conv.messages, s, k), k
+    assert "removed" in fb.event_hover(r.compactions[[c.step for c in r.compactions].index(step)], 0)

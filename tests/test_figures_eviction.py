@@ -172,3 +172,34 @@ def test_ids_hover_wraps_and_truncates():
     assert text.count("<br>") == 15  # 60 ids, 4 per line, then "... and 40 more"
     assert text.endswith("... and 40 more")
     assert ids_hover([]) == "(none)"
+
+
+def test_curve_has_markers_and_a_thinner_cap_line_of_another_colour_below_it():
+    curve = eviction_curve(LISTINGS)
+    fig = eviction_curve_figure(curve, 5, 0)  # the cap lies on the flat start of the curve (5, 5)
+    main = next(t for t in fig.data if t.meta == "curve")
+    line = shape(fig, "cap")
+    assert "markers" in main.mode and main.marker.size >= 6
+    assert line.line.color != main.line.color and line.line.color != OUTCOME_COLORS["dropped"]
+    assert line.line.width < main.line.width and line.line.dash == "dash" and main.line.dash is None
+    assert line.layer == "below"  # the curve is drawn over the cap where they meet
+
+
+def test_why_table_view_wraps_the_sentence_after_the_counts_it_explains():
+    from convmem_dashboard.table_layout import WRAP_ROW_PX, fit_height
+    from convmem_dashboard.tables_eviction import dropped_table_view
+
+    view = shopper_view(convs())
+    table = dropped_table(view, evict(view, 3))
+    shown = dropped_table_view(len(table))
+    order = shown["column_order"]
+    assert sorted(order) == sorted(table.columns)
+    # the key columns come first, in a 1280-px window: counts, then the sentence, then details
+    key = ["#", "conversation", "fate", "released", "shared with newer", "why"]
+    assert order[:6] == key
+    assert shown["column_config"]["why"]["width"] == "large"
+    assert shown["row_height"] == WRAP_ROW_PX > 64  # Streamlit wraps text only in rows over 4rem
+    assert shown["height"] == fit_height(len(table), row_height=WRAP_ROW_PX, max_rows=8)
+    widths = [shown["column_config"][c]["width"] for c in key]
+    # the key columns fit the main area of a 1280-px-wide window (820 px); "large" is 400 px
+    assert sum(400 if w == "large" else w for w in widths) <= 800

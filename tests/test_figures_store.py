@@ -23,10 +23,18 @@ from convmem_dashboard.figures_store import (
     call_timeline,
     escape,
     timeline_extent,
+    x_range,
 )
+from convmem_dashboard.table_layout import ROW_PX, WRAP_ROW_PX, fit_height
 from convmem_dashboard.tables_store import (
+    END_CURSOR,
+    FIRST_PAGE,
     LoadSettings,
     call_table,
+    call_table_view,
+    error_table,
+    error_table_view,
+    fault_outcome_view,
     explain_stop,
     failure_message,
     fault_outcome_table,
@@ -116,11 +124,28 @@ def test_repeated_cursor_and_wrap_around_stop_reasons():
 def test_page_load_error_is_data_not_an_exception():
     run = run_simulation(MESSAGES, 5, FaultConfig(failure_rate=1.0), LoadSettings(attempts=3))
     assert run.error is not None and run.failure == "attempts_exhausted"
-    assert run.error["cursor"] == "None" and run.error["attempts"] == 3 and run.error["loaded"] == 0
+    # The first page's cursor (None in convmem) is shown as "(first page)", never as Python's None.
+    assert run.error["cursor"] == FIRST_PAGE and run.error["attempts"] == 3 and run.error["loaded"] == 0
     assert run.stop_reason is None and len(run.lost_ids) == 40
     text = failure_message(run)
-    assert "cursor None" in text and "3 attempt(s)" in text and "0 of 40" in text
+    assert text.startswith("The first page kept failing") and "resume from the first page" in text
+    assert "3 attempt(s)" in text and "0 of 40" in text
     assert explain_stop(run) == text
+    assert [c["cursor"] for c in run.calls] == [FIRST_PAGE] * 3
+    assert set(call_table(run)["cursor"]) == {FIRST_PAGE}
+    assert truth_table(run)["why"][0] == "not reached: the load raised at the first page"
+    assert step_state(run, 0)["next"] == "The loader will request the first page."
+
+
+def test_cursors_shown_without_python_none():
+    run = run_simulation(MESSAGES, 10, FaultConfig(failure_rate=0.5, seed=2), LoadSettings(attempts=9))
+    table = call_table(run)
+    assert "None" not in set(table["cursor"]) | set(table["next cursor"])
+    assert table["cursor"].iloc[0] == FIRST_PAGE
+    assert table["next cursor"].iloc[-1] == END_CURSOR  # the last page has no next cursor
+    assert explain_stop(run).startswith(f"Call #{len(run.calls) - 1} (cursor ")
+    first_only = run_simulation(MESSAGES[:3], 10, FaultConfig(), LoadSettings())
+    assert explain_stop(first_only).startswith("Call #0 (the first page): ")
 
 
 def test_deadline_failure_is_worded_as_a_deadline():
@@ -268,3 +293,51 @@ def test_a_prefix_drawn_in_the_whole_runs_frame():
     assert sum(len(t.x) for t in fig.data if t.mode == "markers") == 2
     assert tuple(fig.layout.yaxis.range) == (rows + 0.5, 0.5)
     assert fig.layout.xaxis.range[0] < 0 < end < fig.layout.xaxis.range[1]
+
+
+def test_timeline_pads_the_time_axis_so_markers_at_zero_are_whole():
+    run = run_simulation(MESSAGES, 5, FaultConfig(failure_rate=0.5, seed=2), LoadSettings(attempts=9))
+    end, _rows = timeline_extent(run.calls)
+    for fig in (call_timeline(run.calls), call_timeline(run.calls[:2], extent=(end, _rows))):
+        lo, hi = fig.layout.xaxis.range
+        assert lo == pytest.approx(-0.02 * end) and hi == pytest.approx(1.02 * end)
+    assert min(c["started_at"] for c in run.calls) == 0.0
+    # No failure: every call starts at 0; the axis still has room on both sides of 0.
+    flat = call_timeline(run_simulation(MESSAGES, 10, FaultConfig(), LoadSettings()).calls)
+    assert tuple(flat.layout.xaxis.range) == (-0.005, 0.005)
+    assert x_range(2.0) == pytest.approx([-0.04, 2.04])
+
+
+# -- how the tables are shown ----------------------------------------------------------------------
+
+
+def test_call_log_is_as_tall_as_its_rows_and_errors_get_their_own_table():
+    run = run_simulation(MESSAGES, 5, FaultConfig(failure_rate=1.0), LoadSettings(attempts=5))
+    view = call_table_view(len(call_table(run)))
+    assert view["height"] == fit_height(5) == ROW_PX * 6 + 3  # header + 5 rows, no empty rows
+    assert "error" not in view["column_order"]
+    assert set(view["column_order"]) == set(call_table(run).columns) - {"error"}
+    many = call_table_view(500)
+    assert many["height"] == fit_height(12, max_rows=12)  # a long log scrolls past 12 rows
+    errors = error_table(run)
+    assert list(errors.columns) == ["call #", "cursor", "attempt", "fault", "error"]
+    assert list(errors["call #"]) == [0, 1, 2, 3, 4] and set(errors["cursor"]) == {FIRST_PAGE}
+    assert all(e.startswith("TransientError: ") for e in errors["error"])
+    assert error_table_view(len(errors))["column_config"]["error"]["width"] == "large"
+    assert error_table(run_simulation(MESSAGES, 5, FaultConfig(), LoadSettings())).empty
+
+
+def test_fault_table_wraps_the_effect_text():
+    run = run_simulation(MESSAGES, 5, FaultConfig(failure_rate=0.3, empty_page=3), LoadSettings())
+    table = fault_outcome_table(run)
+    view = fault_outcome_view(len(table))
+    assert view["row_height"] == WRAP_ROW_PX > 64  # Streamlit wraps text only in rows over 4rem
+    assert view["column_config"]["effect on a load"]["width"] == "large"
+    assert set(view["column_config"]) <= set(table.columns)
+    assert view["height"] == fit_height(len(table), row_height=WRAP_ROW_PX)
+
+
+def test_call_log_shows_a_dash_not_none_where_there_was_no_backoff():
+    view = call_table_view(3)
+    assert view["placeholder"] == "–"
+    assert view["column_config"]["cursor"]["width"] >= 95  # "(first page)" is not cut

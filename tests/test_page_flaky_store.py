@@ -189,10 +189,19 @@ def test_page_load_error_is_a_readable_message_not_a_traceback(default_conv):
     assert error is not None
     assert len(at.error) == 1
     text = at.error[0].value
-    assert f"PageLoadError at cursor {error.cursor} after {error.attempts} attempt(s)" in text
+    # The first page's cursor is None in convmem: shown as "(first page)", never as Python's None.
+    assert error.cursor is None
+    assert f"PageLoadError at cursor (first page) after {error.attempts} attempt(s)" in text
+    assert "None" not in text
     assert f"{len(error.loaded)} of {len(default_conv.messages)} messages" in text
     assert any("kept failing" in c.value and "resume" in c.value for c in at.code)
     assert_numbers(at, report, default_conv)
+    log, errors = (d for d in at.dataframe if "attempt" in d.value.columns and "cursor" in d.value.columns)
+    assert set(log.value["cursor"]) == {"(first page)"}
+    # The error text is not squeezed into the log's last column (its height: tables_store tests).
+    assert log.proto.column_order and "error" not in log.proto.column_order
+    # The error text has its own table, with a wide column.
+    assert list(errors.value["error"]) == [c.error for c in report.calls]
 
 
 def test_page_load_error_mid_load_reports_what_was_loaded(default_conv):

@@ -353,11 +353,69 @@ def test_url_state_picks_the_dataset(data, conversations, messages):
     assert shown["Dataset"] == f"Synthetic, {int(data.split('-')[1]):,} messages"
 
 
+GONE = (
+    "This link points to an uploaded file that is not loaded here; upload it again on Home. "
+    "Showing the sample data."
+)
+
+
 def test_bad_url_dataset_falls_back_to_the_sample():
-    at = open_home({"data": "upload:0000000000000000"})  # an upload this session never made
+    at = open_home({"data": "upload:0000000000000000"})  # an upload this server never held
     assert data_in_use(at) == "sample"
     at = open_home({"data": "synthetic-7"})
     assert data_in_use(at) == "sample"
+    assert not at.warning  # not an upload: a plain bad value, nothing to re-upload
+
+
+@pytest.mark.parametrize("page", PAGES)
+def test_a_link_to_an_upload_this_server_lost_warns_and_keeps_the_other_settings(page):
+    at = AppTest.from_file(str(ROOT / "dashboard.py"), default_timeout=60)
+    at.switch_page(page)
+    query = {"data": "upload:00000000deadbeef"}
+    query.update(
+        {
+            "pages/flaky_store.py": {"rate": "0.75", "psize": "10"},
+            "pages/token_budget.py": {"limit": "600", "pin_sys": "true"},
+            "pages/listing_eviction.py": {"only": "false"},
+        }[page]
+    )
+    at.query_params.update(query)
+    ok(at.run())
+    assert data_in_use(at) == "sample"
+    assert [w.value for w in at.warning][:1] == [GONE]
+    # the settings that still apply to the sample are kept
+    if page == "pages/flaky_store.py":
+        assert (at.slider(key="rate").value, at.slider(key="psize").value) == (0.75, 10)
+    elif page == "pages/token_budget.py":
+        assert (at.slider(key="limit").value, at.toggle(key="pin_sys").value) == (600, True)
+    else:
+        assert at.checkbox(key="only").value is False
+    ok(at.run())  # the warning stays while the sample stands in for the upload
+    assert [w.value for w in at.warning][:1] == [GONE]
+    at.switch_page("pages/home.py")
+    ok(at.run())
+    assert [w.value for w in at.warning] == [GONE]
+    # picking a dataset (or uploading the file again) ends it
+    at.selectbox(key="data").set_value("synthetic-1000")
+    ok(at.run())
+    assert not at.warning
+    at.selectbox(key="data").set_value("sample")
+    ok(at.run())
+    assert not at.warning
+
+
+def test_a_link_to_an_upload_this_server_still_holds_opens_it_in_a_new_session():
+    first = upload(open_home(), "chats.jsonl", OPENAI_JSONL, "application/jsonl")
+    key = data_in_use(first)
+    other = open_home({"data": key})  # the shared link, in another session of the same server
+    assert data_in_use(other) == key and not other.warning
+    assert metrics(other)["Dataset"] == r"Upload: chats\.jsonl"
+    assert metrics(other)["Messages"] == "6"
+    # re-uploading the file after the warning makes the link's data the data in use
+    gone = open_home({"data": "upload:00000000deadbeef"})
+    assert [w.value for w in gone.warning] == [GONE]
+    again = upload(gone, "chats.jsonl", OPENAI_JSONL, "application/jsonl")
+    assert data_in_use(again) == key and not again.warning
 
 
 def test_user_text_in_an_error_is_shown_verbatim_in_code():

@@ -7,6 +7,7 @@ page's choice.
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 import pandas as pd
@@ -14,7 +15,7 @@ import pytest
 from streamlit.testing.v1 import AppTest
 
 from convmem import HistorySettings, context_at, load_conversations, replay
-from convmem_dashboard.tables_budget import MESSAGE_COLUMNS, default_conversation, limit_bounds
+from convmem_dashboard.tables_budget import MESSAGE_COLUMNS, default_conversation, limit_bounds, sweep_grid
 
 ROOT = Path(__file__).resolve().parent.parent
 SAMPLE = ROOT / "sample_data" / "shoppers.jsonl"
@@ -57,11 +58,11 @@ def assert_metrics(at: AppTest, r) -> None:
     shown = metrics(ok(at))
     s = r.stats
     assert shown == {
-        "Final total": f"{r.totals[-1]:,}",
+        "Final total (tokens)": f"{r.totals[-1]:,}",
         "Compactions": f"{s.compactions:,}",
         "Messages dropped": f"{s.messages_dropped:,}",
         "Prefix changes": f"{s.prefix_changes:,}",
-        "Mean context": f"{s.mean_context:,.0f}",
+        "Mean context (tokens)": f"{s.mean_context:,.0f}",
         "Adds over limit": f"{s.over_limit_steps:,}",
     }
 
@@ -241,3 +242,55 @@ def test_other_datasets(data):
     assert_metrics(at, replay(conv.messages, HistorySettings(limit)))
     at.toggle(key="tools").set_value(True).run()
     assert_metrics(at, replay(conv.messages, HistorySettings(limit, keep_tool_groups=True)))
+
+
+def test_no_drop_event_wording(default_conv):
+    """At a limit the whole conversation fits, the page never speaks of a selected drop event or of
+    triangles it does not draw."""
+    at = open_page()
+    bounds = limit_bounds(default_conv.total_tokens, default_conv.messages[0].tokens)
+    at.slider(key="limit").set_value(bounds.hi).run()
+    assert metrics(ok(at))["Compactions"] == "0"
+    step = at.number_input(key="ctx_step")
+    last = len(default_conv.messages) - 1
+    assert step.proto.placeholder == f"{last} (the last add; click the total line to pick a step)"
+    captions = [c.value for c in at.caption]
+    assert not any("riangle" in c or "drop event" in c.replace("to see drop events", "") for c in captions), captions
+    assert any(c.startswith("Each point is the total after one add") and "Nothing was dropped" in c for c in captions)
+    # with drop events, both speak of them again
+    at.slider(key="limit").set_value(bounds.default).run()
+    assert "(the selected drop event;" in at.number_input(key="ctx_step").proto.placeholder
+    assert any("Triangles mark the" in c.value for c in at.caption)
+
+
+def test_sweep_limits_are_evenly_spaced_through_the_current_limit(default_conv):
+    at = open_page()
+    bounds = limit_bounds(default_conv.total_tokens, default_conv.messages[0].tokens)
+    limit = bounds.default + 3 * bounds.step
+    at.slider(key="limit").set_value(limit).run()
+    table = next(d.value for d in ok(at).dataframe if "limit (tokens)" in d.value.columns)
+    limits = list(table["limit (tokens)"])
+    assert limit in limits
+    assert len({b - a for a, b in zip(limits, limits[1:])}) == 1
+    assert tuple(limits) == sweep_grid(bounds.lo, bounds.hi, at.slider(key="sw_n").value, bounds.step, through=limit)
+    row = table.set_index("limit (tokens)").loc[limit]
+    r = replay(default_conv.messages, HistorySettings(limit))
+    assert (row["compactions"], row["messages dropped"]) == (r.stats.compactions, r.stats.messages_dropped)
+
+
+def test_b_policies_on_their_own_row_and_preview_columns_wide(default_conv):
+    """The B widgets get room (the four policies on a full-width row), and every preview column
+    is wide and wraps, placed right after the short columns."""
+    at = ok(open_page())
+    policies = at.multiselect(key="b_pol")
+    assert policies.value == ["pin_system", "pin_latest_user", "keep_tool_groups", "start_on_user"]
+    tables = [d for d in at.dataframe if "preview" in d.value.columns]
+    assert [list(d.value.columns)[0] for d in tables] == ["id", "#", "step"]  # drop event, context, all
+    for d in tables:
+        proto, key = d.proto, list(d.value.columns)[0]
+        config = json.loads(proto.columns)
+        width = config["preview"]["width"]
+        assert width == "large" or width >= 290, key  # 80 characters in two wrapped lines at least
+        assert proto.row_height > 64, key  # Streamlit wraps text cells only in rows over 4rem
+        order = list(proto.column_order)
+        assert "preview" in order and order.index("preview") <= 6, (key, order)

@@ -5,7 +5,8 @@ from __future__ import annotations
 import time
 from pathlib import Path
 
-VIEWPORT = {"width": 1400, "height": 900}
+#: A common laptop window (the width a real-browser review of the dashboard used).
+VIEWPORT = {"width": 1280, "height": 900}
 #: Bounded waits in the browser (ms).
 RUN_TIMEOUT_MS = 45_000
 CHART_TIMEOUT_MS = 20_000
@@ -92,3 +93,56 @@ def screenshot(page, directory: Path, name: str) -> Path:
     finally:
         page.set_viewport_size(size)
     return path
+
+
+DATAFRAMES_JS = """() => Array.from(document.querySelectorAll('[data-testid="stDataFrame"]')).map(el => {
+    const scroller = el.querySelector('.dvn-scroller');
+    return {
+        // the grid's accessible DOM lists only the columns drawn in view (the last may be cut)
+        heads: Array.from(el.querySelectorAll('[role="columnheader"]')).map(h => h.innerText.trim()),
+        cells: Array.from(el.querySelectorAll('[role="gridcell"]')).map(c => c.innerText.trim()),
+        fits: !scroller || scroller.scrollWidth <= scroller.clientWidth + 1,
+        height: el.clientHeight,
+    };
+})"""
+
+
+def dataframe(page, first_header: str) -> dict:
+    """The st.dataframe whose first column header is ``first_header``: its headers in view,
+    visible cell texts, whether it fits its width without scrolling, and its height (px)."""
+    # The grids draw (and fill their accessible DOM) a moment after the run ends: wait, bounded.
+    try:
+        page.wait_for_function(
+            f"h => ({DATAFRAMES_JS})().some(t => t.heads[0] === h)", arg=first_header, timeout=CHART_TIMEOUT_MS
+        )
+    except Exception:  # noqa: BLE001 - reported below with what is on the page
+        pass
+    tables = [t for t in page.evaluate(DATAFRAMES_JS) if t["heads"][:1] == [first_header]]
+    assert tables, (
+        f"no table whose first column is {first_header!r} on {page.url}: "
+        f"{[t['heads'][:3] for t in page.evaluate(DATAFRAMES_JS)]}"
+    )
+    return tables[0]
+
+
+def assert_columns_in_view(page, first_header: str, columns: list[str]) -> None:
+    """Every one of ``columns`` is drawn whole in the table's view (no horizontal scrolling needed
+    to read it): a table that scrolls may cut its last drawn column, so that one does not count."""
+    table = dataframe(page, first_header)
+    whole = table["heads"] if table["fits"] else table["heads"][:-1]
+    missing = [c for c in columns if c not in whole]
+    assert not missing, f"{missing} cut off or out of view in the {first_header!r} table on {page.url}: {table['heads']}"
+
+
+TEXT_CUT_JS = """e => {
+    const p = e.matches('p') ? e : (e.querySelector('p') || e);
+    const room = p.parentElement.getBoundingClientRect().width;
+    const range = document.createRange();
+    range.selectNodeContents(p);
+    return range.getBoundingClientRect().width > room + 1;
+}"""
+
+
+def text_is_cut(locator) -> bool:
+    """Whether a label's text is wider than the box that shows it (Streamlit cuts it with "…")."""
+    return locator.evaluate(TEXT_CUT_JS)

@@ -15,9 +15,12 @@ from urllib.parse import parse_qs, urlsplit
 import pytest
 from e2e_helpers import (
     CHARTS,
+    assert_columns_in_view,
     assert_no_exception,
+    dataframe,
     metric_values,
     screenshot,
+    text_is_cut,
     wait_for_app,
 )
 
@@ -204,6 +207,41 @@ def test_upload_valid_jsonl(page, streamlit_url, screenshot_dir, tmp_path):
     assert_sidebar_uses_upload(page, "e2e_small.jsonl")
     assert metric_values(page)[3] == "2"  # distinct ids before eviction: 1234567890, 2345678901
 
+    # The link, sent to someone on the same server (a new session), opens the same upload.
+    other = page.context.browser.new_context(viewport=page.viewport_size).new_page()
+    other.goto(page.url, wait_until="domcontentloaded")
+    wait_for_app(other, charts=2)
+    assert_no_exception(other)
+    assert_sidebar_uses_upload(other, "e2e_small.jsonl")
+    assert metric_values(other) == metric_values(page)
+    assert other.locator('[data-testid="stAlertContentWarning"]').count() == 0
+    other.context.close()
+
+
+def test_link_to_an_upload_this_server_lost_warns_and_keeps_the_other_settings(page, streamlit_url, screenshot_dir):
+    """A shared link naming an upload the server no longer holds: the sample, a clear warning on
+    the page, and the link's other settings where they still apply."""
+    open_page(page, streamlit_url, "/token_budget?data=upload:00000000deadbeef&limit=600&pin_sys=true", charts=2)
+    assert_no_exception(page)
+    warning = page.locator('[data-testid="stAlertContentWarning"]')
+    assert warning.count() == 1
+    assert warning.first.inner_text().strip().endswith(  # after the icon's ligature name
+        "This link points to an uploaded file that is not loaded here; upload it again on Home. "
+        "Showing the sample data."
+    )
+    sidebar = page.locator('[data-testid="stSidebar"]')
+    assert sidebar.get_by_role("combobox", name="Data in use").input_value() == "sample"
+    assert slider_value(slider(page, "Limit (tokens)")) == "600"
+    assert query(page).get("limit") == ["600"] and query(page).get("pin_sys") == ["true"]
+    screenshot(page, screenshot_dir, "link_to_lost_upload")
+    # every page says so while the sample stands in
+    page.locator('[data-testid="stSidebarNav"] a').filter(has_text="Flaky store").click()
+    page.wait_for_url(re.compile(r"/flaky_store"))
+    wait_for_app(page, charts=1)
+    assert "This link points to an uploaded file that is not loaded here" in (
+        page.locator('[data-testid="stAlertContentWarning"]').first.inner_text()
+    )
+
 
 @pytest.mark.parametrize(
     ("content", "expect"),
@@ -308,3 +346,72 @@ def test_real_retail_link_opens_that_view(page, streamlit_url, tau_retail_file):
     assert query(page).get("data") == ["retail"] and query(page).get("limit") == ["3000"]
     values = metric_values(page)
     assert len(values) >= 6 and all(values), values
+
+
+# ------------------------------------------------------- what a 1280-px-wide window shows whole
+
+
+def test_flaky_store_all_calls_failing_reads_clean(page, streamlit_url, screenshot_dir):
+    open_page(page, streamlit_url, "/flaky_store?rate=1.0", charts=1)
+    assert_no_exception(page)
+    error = page.locator('[data-testid="stAlertContentError"]').first.inner_text()
+    assert "PageLoadError at cursor (first page) after 5 attempt(s)" in error and "None" not in error
+    # the call log: every column whole, the first page's cursor in words, no "None" for no backoff,
+    # and no empty rows below its five calls
+    log = dataframe(page, "call")
+    assert log["fits"], log["heads"]
+    assert "(first page)" in log["cells"] and "None" not in log["cells"]
+    assert log["height"] <= 35 * 6 + 5
+    errors = dataframe(page, "call #")
+    assert errors["fits"] and sum(c.startswith("TransientError") for c in errors["cells"]) == 5
+    faults = dataframe(page, "fault")
+    assert faults["fits"] and "effect on a load" in faults["heads"]
+    assert any(c.startswith("loses nothing: the call is retried") for c in faults["cells"])
+    # the timeline starts a little left of 0, so the markers at 0 are whole
+    x0 = page.evaluate("() => document.querySelector('.js-plotly-plot').layout.xaxis.range[0]")
+    assert x0 < 0
+    screenshot(page, screenshot_dir, "flaky_store_all_fail")
+
+
+def test_key_table_text_is_readable(page, streamlit_url, screenshot_dir):
+    """The text a reader comes for is drawn whole, without scrolling the table sideways."""
+    open_page(page, streamlit_url, "/listing_eviction?only=false", charts=2)
+    assert_columns_in_view(page, "#", ["#", "conversation", "fate", "released", "shared", "why"])
+    why = dataframe(page, "#")
+    assert any(c.startswith("did not lower the count") for c in why["cells"])
+    screenshot(page, screenshot_dir, "listing_eviction_all_conversations")
+
+    open_page(page, streamlit_url, "/token_budget", charts=2)
+    assert_columns_in_view(page, "id", ["id", "role", "tokens", "reason", "preview"])  # drop event
+    assert_columns_in_view(page, "#", ["#", "id", "role", "tokens", "preview"])  # context at a step
+    assert_columns_in_view(page, "step", ["step", "id", "role", "tokens", "status", "reason", "preview"])
+    assert dataframe(page, "limit (tokens)")["fits"]  # the sweep table
+    assert dataframe(page, "metric")["fits"]  # A against B
+    # Compare B: the toggle's label whole, all four policies shown as chips
+    label = page.get_by_text("B summaries", exact=True).first
+    assert label.is_visible() and not text_is_cut(label), "the B summaries label is cut"
+    box = page.locator('[data-testid="stMultiSelect"]').filter(has_text="B policies").first
+    chips = box.locator("[data-tag]")
+    assert chips.all_inner_texts() == ["pin_system", "pin_latest_user", "keep_tool_groups", "start_on_user"]
+    right = box.bounding_box()["x"] + box.bounding_box()["width"]
+    for k in range(4):
+        chip = chips.nth(k).bounding_box()
+        assert chip and chip["x"] + chip["width"] <= right, f"policy chip {k} cut off"
+    # metric labels carry their unit and are not cut; nor are the toggles' labels
+    labels = page.locator('[data-testid="stMetricLabel"]')
+    assert {"Final total (tokens)", "Mean context (tokens)"} <= {t.strip() for t in labels.all_inner_texts()}
+    for k in range(labels.count()):
+        assert not text_is_cut(labels.nth(k)), f"metric label {labels.nth(k).inner_text()!r} is cut"
+    for name in ("Pin system", "Pin latest user", "Keep tool groups", "Start on user", "Summaries"):
+        assert not text_is_cut(page.get_by_text(name, exact=True).first), f"the {name!r} label is cut"
+
+
+def test_token_budget_without_drop_events_says_so(page, streamlit_url, screenshot_dir):
+    open_page(page, streamlit_url, "/token_budget?limit=1270", charts=2)
+    assert_no_exception(page)
+    main = page.locator('[data-testid="stMain"]').inner_text()
+    assert "Nothing was dropped at this limit" in main
+    assert "riangle" not in main and "selected drop event" not in main
+    placeholder = page.get_by_label("Add step (message #)").get_attribute("placeholder")
+    assert placeholder.endswith("(the last add; click the total line to pick a step)"), placeholder
+    screenshot(page, screenshot_dir, "token_budget_no_drops")
