@@ -662,9 +662,8 @@ class FlakyStore:
                 self._burst[cursor] = self.faults.burst_length - 1
         if fail:
             self._record(cursor, "transient", (FAULT_TRANSIENT,), at)
-            raise TransientError(
-                f"injected transient failure at cursor {cursor!r} (call {len(self.calls) - 1})"
-            )
+            where = "the first page (cursor None)" if cursor is None else f"cursor {cursor!r}"
+            raise TransientError(f"injected transient failure at {where} (call {len(self.calls) - 1})")
         if place is not None:
             page, next_cursor, faults = self._serve(cursor, *place)
             self._record(cursor, "ok", faults, at, len(page), next_cursor)

@@ -300,7 +300,7 @@ def test_flaky_store_records_injected_failures_with_times():
     ]
     assert [c.at for c in flaky.calls] == [0.0, clock.sleeps[0], clock.sleeps[0] + clock.sleeps[1]]
     assert flaky.fired == ("transient",)
-    assert "injected transient failure at cursor None" in str(info.value.__cause__)
+    assert "injected transient failure at the first page (cursor None)" in str(info.value.__cause__)
 
 
 @pytest.mark.parametrize("burst", [2, 3, 5])
