@@ -37,6 +37,7 @@ True
 
 from __future__ import annotations
 
+from abc import ABC, abstractmethod
 import base64
 import functools
 import hashlib
@@ -137,7 +138,7 @@ def _call_parts(call: Any) -> tuple[str, str]:
     return name, args
 
 
-class _BaseCounter:
+class _BaseCounter(ABC):
     """count_message on top of count_text; subclasses set ``name`` and ``count_text``."""
 
     __slots__ = ("per_message_overhead",)
@@ -154,8 +155,9 @@ class _BaseCounter:
             )
         self.per_message_overhead = per_message_overhead
 
-    def count_text(self, text: str) -> int:  # pragma: no cover - abstract
-        raise NotImplementedError
+    @abstractmethod
+    def count_text(self, text: str) -> int:
+        """Tokens of ``text``; each subclass counts its own way."""
 
     def count_message(
         self, role: str, content: str | None, tool_calls: Iterable[Any] = ()
