@@ -37,7 +37,6 @@ True
 
 from __future__ import annotations
 
-from abc import ABC, abstractmethod
 import base64
 import functools
 import hashlib
@@ -46,6 +45,7 @@ import os
 import re
 import tempfile
 import threading
+from abc import ABC, abstractmethod
 from collections.abc import Iterable, Mapping
 from pathlib import Path
 from typing import Any, Protocol, runtime_checkable
