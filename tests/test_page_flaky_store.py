@@ -22,6 +22,7 @@ from convmem import (
     load_conversations,
     load_history,
 )
+from apptest_support import dashboard_app, metrics
 
 ROOT = Path(__file__).resolve().parent.parent
 SAMPLE = ROOT / "sample_data" / "shoppers.jsonl"
@@ -64,17 +65,13 @@ def direct(conv, page_size=5, empty_page_ends=True, load=None, **faults):
 
 
 def open_page(query: dict[str, str] | None = None, data: str | None = None) -> AppTest:
-    at = AppTest.from_file(str(ROOT / "dashboard.py"), default_timeout=60)
+    at = dashboard_app()
     at.switch_page(PAGE)
     if query:
         at.query_params.update(query)
     if data:
         at.session_state["data"] = data  # the sidebar's dataset picker (convmem_dashboard.data)
     return at.run()
-
-
-def metrics(at: AppTest) -> dict[str, str]:
-    return {m.label: m.value for m in at.metric}
 
 
 def widgets(at: AppTest) -> dict[str, object]:

@@ -16,6 +16,7 @@ import pytest
 from streamlit.testing.v1 import AppTest
 
 from convmem import load_conversations
+from apptest_support import dashboard_app, metrics, ok
 
 ROOT = Path(__file__).resolve().parent.parent
 SAMPLE = ROOT / "sample_data" / "shoppers.jsonl"
@@ -28,19 +29,10 @@ NASTY = "<script>alert(1)</script>**bold**"
 
 
 def open_home(query: dict | None = None) -> AppTest:
-    at = AppTest.from_file(str(ROOT / "dashboard.py"), default_timeout=60)
+    at = dashboard_app()
     if query:
         at.query_params.update(query)
     return ok(at.run())
-
-
-def ok(at: AppTest) -> AppTest:
-    assert not at.exception, [e.value for e in at.exception]
-    return at
-
-
-def metrics(at: AppTest) -> dict[str, str]:
-    return {m.label: m.value for m in at.metric}
 
 
 def data_in_use(at: AppTest) -> str:
@@ -369,7 +361,7 @@ def test_bad_url_dataset_falls_back_to_the_sample():
 
 @pytest.mark.parametrize("page", PAGES)
 def test_a_link_to_an_upload_this_server_lost_warns_and_keeps_the_other_settings(page):
-    at = AppTest.from_file(str(ROOT / "dashboard.py"), default_timeout=60)
+    at = dashboard_app()
     at.switch_page(page)
     query = {"data": "upload:00000000deadbeef"}
     query.update(

@@ -16,6 +16,7 @@ from streamlit.testing.v1 import AppTest
 
 from convmem import HistorySettings, context_at, load_conversations, replay
 from convmem_dashboard.tables_budget import MESSAGE_COLUMNS, default_conversation, limit_bounds, sweep_grid
+from apptest_support import dashboard_app, metrics, ok
 
 ROOT = Path(__file__).resolve().parent.parent
 SAMPLE = ROOT / "sample_data" / "shoppers.jsonl"
@@ -35,7 +36,7 @@ def default_conv(convs):
 
 
 def open_page(query: dict | None = None, data: str | None = None) -> AppTest:
-    at = AppTest.from_file(str(ROOT / "dashboard.py"), default_timeout=60)
+    at = dashboard_app()
     if query:
         at.query_params.update(query)
     at.run()
@@ -43,15 +44,6 @@ def open_page(query: dict | None = None, data: str | None = None) -> AppTest:
     if data:
         at.session_state["data"] = data  # the sidebar's dataset picker (convmem_dashboard.data)
     return at.run()
-
-
-def ok(at: AppTest) -> AppTest:
-    assert not at.exception, [e.value for e in at.exception]
-    return at
-
-
-def metrics(at: AppTest) -> dict[str, str]:
-    return {m.label: m.value for m in at.metric}
 
 
 def assert_metrics(at: AppTest, r) -> None:
