@@ -66,65 +66,48 @@ def bare_deque(messages: list[Message], limit: int) -> int:
     return total
 
 
-def history_base(messages: list[Message], limit: int) -> int:
-    h = History(limit)
+def run_history(messages: list[Message], limit: int, **policies) -> int:
+    """Add every message to ``History(limit, **policies)``; the final total."""
+    h = History(limit, **policies)
     add = h.add
     for m in messages:
         add(m)
     return h.total()
+
+
+def all_policies(limit: int, **extra) -> dict:
+    """Every pin and group policy on, with a target at 3/4 of the limit."""
+    return dict(
+        pin_system=True,
+        pin_latest_user=True,
+        keep_tool_groups=True,
+        start_on_user=True,
+        target=limit * 3 // 4,
+        **extra,
+    )
+
+
+def history_base(messages: list[Message], limit: int) -> int:
+    return run_history(messages, limit)
 
 
 def history_all(messages: list[Message], limit: int) -> int:
     from convmem import ExtractiveSummarizer
 
-    h = History(
-        limit,
-        pin_system=True,
-        pin_latest_user=True,
-        keep_tool_groups=True,
-        start_on_user=True,
-        target=limit * 3 // 4,
-        summarizer=ExtractiveSummarizer(max_tokens=400, count_tokens=lambda t: len(t) // 4),
-        summary_budget=400,
-    )
-    add = h.add
-    for m in messages:
-        add(m)
-    return h.total()
+    summarizer = ExtractiveSummarizer(max_tokens=400, count_tokens=lambda t: len(t) // 4)
+    return run_history(messages, limit, **all_policies(limit, summarizer=summarizer, summary_budget=400))
 
 
 def history_all_fixed_summary(messages: list[Message], limit: int) -> int:
     """All policies with a summarizer that costs nothing: History's own summary bookkeeping."""
     summary = Message("summary", "system", 300, content="earlier turns")
-    h = History(
-        limit,
-        pin_system=True,
-        pin_latest_user=True,
-        keep_tool_groups=True,
-        start_on_user=True,
-        target=limit * 3 // 4,
-        summarizer=lambda previous, dropped: summary,
-        summary_budget=400,
+    return run_history(
+        messages, limit, **all_policies(limit, summarizer=lambda previous, dropped: summary, summary_budget=400)
     )
-    add = h.add
-    for m in messages:
-        add(m)
-    return h.total()
 
 
 def history_all_no_summary(messages: list[Message], limit: int) -> int:
-    h = History(
-        limit,
-        pin_system=True,
-        pin_latest_user=True,
-        keep_tool_groups=True,
-        start_on_user=True,
-        target=limit * 3 // 4,
-    )
-    add = h.add
-    for m in messages:
-        add(m)
-    return h.total()
+    return run_history(messages, limit, **all_policies(limit))
 
 
 def make_conversations(mentions: int, seed: int = 2) -> list[list[str]]:
