@@ -23,3 +23,14 @@ def ok(at: AppTest) -> AppTest:
 def metrics(at: AppTest) -> dict[str, str]:
     """Every st.metric shown, label -> value."""
     return {m.label: m.value for m in at.metric}
+
+
+def open_dashboard_page(page: str, query: dict[str, str] | None = None, data: str | None = None) -> AppTest:
+    """Run the dashboard on ``page`` (e.g. "pages/flaky_store.py") with URL params and a dataset key."""
+    at = dashboard_app()
+    at.switch_page(page)
+    if query:
+        at.query_params.update(query)
+    if data:
+        at.session_state["data"] = data  # the sidebar's dataset picker (convmem_dashboard.data)
+    return at.run()

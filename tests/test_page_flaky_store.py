@@ -22,7 +22,7 @@ from convmem import (
     load_conversations,
     load_history,
 )
-from apptest_support import dashboard_app, metrics
+from apptest_support import metrics, open_dashboard_page
 
 ROOT = Path(__file__).resolve().parent.parent
 SAMPLE = ROOT / "sample_data" / "shoppers.jsonl"
@@ -65,13 +65,7 @@ def direct(conv, page_size=5, empty_page_ends=True, load=None, **faults):
 
 
 def open_page(query: dict[str, str] | None = None, data: str | None = None) -> AppTest:
-    at = dashboard_app()
-    at.switch_page(PAGE)
-    if query:
-        at.query_params.update(query)
-    if data:
-        at.session_state["data"] = data  # the sidebar's dataset picker (convmem_dashboard.data)
-    return at.run()
+    return open_dashboard_page(PAGE, query, data)
 
 
 def widgets(at: AppTest) -> dict[str, object]:

@@ -9,7 +9,7 @@ from streamlit.testing.v1 import AppTest
 
 from convmem import evict_conversations, eviction_curve, explain_eviction, kept_from
 from convmem import group_by_user, load_conversations
-from apptest_support import dashboard_app, metrics
+from apptest_support import metrics, open_dashboard_page
 
 ROOT = Path(__file__).resolve().parent.parent
 SAMPLE = ROOT / "sample_data" / "shoppers.jsonl"
@@ -34,13 +34,7 @@ def shopper_view_default(listings: list[list[str]]) -> int:
 
 
 def open_page(query: dict[str, str] | None = None, data: str | None = None) -> AppTest:
-    at = dashboard_app()
-    at.switch_page(PAGE)
-    if query:
-        at.query_params.update(query)
-    if data:
-        at.session_state["data"] = data  # the sidebar's dataset picker (convmem_dashboard.data)
-    return at.run()
+    return open_dashboard_page(PAGE, query, data)
 
 
 def assert_shows(at: AppTest, listings: list[list[str]], cap: int) -> None:
