@@ -63,7 +63,16 @@ from .stores import (
 )
 from .summarizers import ExtractiveSummarizer, LLMSummarizer
 from .synthetic import generate_conversation, generate_shoppers
-from .tokens import ApproxCounter, TiktokenCounter, TokenCounter, default_counter, make_counter
+from .tokens import (
+    ApproxCounter,
+    EncodingUnavailableError,
+    ImageRef,
+    TiktokenCounter,
+    TokenCounter,
+    count_prompt,
+    default_counter,
+    make_counter,
+)
 
 __all__ = [
     "ApproxCounter",
@@ -74,10 +83,12 @@ __all__ = [
     "context_at",
     "Conversation",
     "ConvmemError",
+    "count_prompt",
     "default_counter",
     "DEFAULT_MAX_BYTES",
     "DROP_REASONS",
     "DroppedMessage",
+    "EncodingUnavailableError",
     "evict_conversations",
     "eviction_curve",
     "EvictionStep",
@@ -93,6 +104,7 @@ __all__ = [
     "group_by_user",
     "History",
     "HistorySettings",
+    "ImageRef",
     "kept_from",
     "LISTING_ID_PATTERN",
     "LLMSummarizer",
