@@ -98,7 +98,7 @@ def build(allow_approx: bool = False) -> dict[str, str]:
     use_shared = "CONVMEM_TIKTOKEN_CACHE" not in os.environ and SHARED_CACHE.is_dir()
     if find_cl100k_file() is None and use_shared:
         os.environ["CONVMEM_TIKTOKEN_CACHE"] = str(SHARED_CACHE)
-    counter = make_counter()
+    counter = make_counter(per_message_overhead=0)  # content-only: the README's definition
     if counter.name != "cl100k_base" and not allow_approx:
         raise SystemExit(
             f"make_sample_data: cl100k_base is not available offline ({counter.detail}); set "
