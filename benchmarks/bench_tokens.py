@@ -1,10 +1,10 @@
 """Token counting speed and memory, as ratios against tiktoken alone in the same process.
 
-    .venv/bin/python benchmarks/bench_tokens.py [--repeat 3] [--mib 40] [--no-baseline]
+    .venv/bin/python benchmarks/bench_tokens.py [--repeat 7] [--mib 40] [--no-baseline]
 
 Prints:
 1. Speed on the real tau-bench retail texts (../shared/real_data; a generated stand-in of the same
-   size when absent), best of --repeat runs: ``counter.count_text`` over every text against
+   size when absent), best of --repeat runs, alternating with the baseline: ``counter.count_text`` over every text against
    ``len(encoding.encode_ordinary(text))`` (tiktoken alone); ``count_message`` in chat mode and
    ``count_prompt`` per conversation against the same tiktoken-alone sum; for cl100k_base and
    o200k_base, and the approximation.
@@ -39,13 +39,16 @@ RETAIL = next(iter(sorted((ROOT.parent / "shared/real_data/tau-bench/retail/traj
                           .glob("*.json"))), None) if (ROOT.parent / "shared").is_dir() else None
 
 
-def best(fn, repeat: int) -> float:
-    times = []
+def paired(baseline, candidate, repeat: int) -> tuple[float, float]:
+    """Best times of baseline and candidate, run alternately (a busy machine slows both alike)."""
+    baseline(), candidate()  # warm up
+    tb, tc = [], []
     for _ in range(repeat):
-        t0 = time.perf_counter()
-        fn()
-        times.append(time.perf_counter() - t0)
-    return min(times)
+        for fn, times in ((baseline, tb), (candidate, tc)):
+            t0 = time.perf_counter()
+            fn()
+            times.append(time.perf_counter() - t0)
+    return min(tb), min(tc)
 
 
 def conversations() -> tuple[list[list[dict]], str]:
@@ -103,18 +106,18 @@ def speed(repeat: int) -> None:
         def prompts() -> int:
             return sum(count_prompt(traj, counter=chat) for traj in convs)
 
-        t_raw = best(raw, repeat)
         rows = [("count_text", counted), ("count_message (chat)", messages),
                 ("count_prompt", prompts)]
-        print(f"   {chat.encoding_name}: tiktoken alone {t_raw:.3f} s "
+        print(f"   {chat.encoding_name}: tiktoken alone = encode_ordinary over the same texts "
               f"({raw():,} tokens of content)")
         for label, fn in rows:
-            t = best(fn, repeat)
-            print(f"     {label:<22} {t:.3f} s  ratio {t / t_raw:.2f}x  -> {fn():,} tokens")
+            t_raw, t = paired(raw, fn, repeat)
+            print(f"     {label:<22} {t:.3f} s vs {t_raw:.3f} s  ratio {t / t_raw:.2f}x  "
+                  f"-> {fn():,} tokens")
     approx = ApproxCounter()
-    t = best(lambda: sum(approx.count_text(x) for x in texts), repeat)
     enc = make_counter().encoding
-    t_raw = best(lambda: sum(len(enc.encode_ordinary(x)) for x in texts), repeat)
+    t_raw, t = paired(lambda: sum(len(enc.encode_ordinary(x)) for x in texts),
+                      lambda: sum(approx.count_text(x) for x in texts), repeat)
     print(f"   approx-cl100k-regex count_text {t:.3f} s  ratio {t / t_raw:.2f}x vs cl100k alone")
 
 
@@ -194,7 +197,7 @@ def approx_error() -> None:
 
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--repeat", type=int, default=3)
+    ap.add_argument("--repeat", type=int, default=7)
     ap.add_argument("--mib", type=int, default=40)
     ap.add_argument("--no-baseline", action="store_true",
                     help="skip tiktoken alone on the huge line (about 30 s and 2 GB)")

@@ -423,7 +423,7 @@ class _BaseCounter(ABC):
 
     __slots__ = (
         "per_message_overhead", "reply_priming", "image_rule", "model", "exact", "detail",
-        "chunk_chars",
+        "chunk_chars", "_short",
     )
     name: str
     encoding_name: str
@@ -460,10 +460,24 @@ class _BaseCounter(ABC):
         self.exact = exact
         self.detail = detail
         self.chunk_chars = chunk_chars
+        # counts of short strings (roles, names, function names) repeat on every message
+        self._short: dict[str, int] = {}
 
     @abstractmethod
     def _count_chunk(self, text: str) -> int:
         """Tokens of one chunk of text."""
+
+    def _count_short(self, text: str) -> int:
+        """count_text for a role, name or function name, remembered (at most 4,096 strings of at
+        most 64 characters; the memo is emptied when full)."""
+        n = self._short.get(text)
+        if n is None:
+            n = self.count_text(text)
+            if len(text) <= 64:
+                if len(self._short) >= 4096:
+                    self._short.clear()
+                self._short[text] = n
+        return n
 
     def count_text(self, text: str) -> int:
         """Tokens of ``text`` (no message framing). O(len(text)); memory O(:data:`CHUNK_CHARS`).
@@ -522,14 +536,14 @@ class _BaseCounter(ABC):
         chat = self.per_message_overhead > 0
         total = 0
         if chat:
-            total += self.per_message_overhead + self.count_text(role)
+            total += self.per_message_overhead + self._count_short(role)
             if name is not None:
-                total += self.count_text(name) + 1
+                total += self._count_short(name) + 1
         if content:
             total += self.count_text(content)
         for call in tool_calls:
             call_name, args = _call_parts(call)
-            total += self.count_text(call_name) + self.count_text(args)
+            total += self._count_short(call_name) + self.count_text(args)
             if chat:
                 total += TOOL_CALL_OVERHEAD
         if isinstance(images, ImageRef):

@@ -397,3 +397,14 @@ def test_approx_counter_values():
                                                 '{"product_id":"6086499569"}')]) == 12
     with pytest.raises(ValueError, match="per_message_overhead"):
         ApproxCounter(per_message_overhead=-1)
+
+
+def test_short_string_memo_is_bounded_and_right():
+    c = make_counter()
+    names = [f"tool_{i}" for i in range(5000)]
+    got = [c.count_message("assistant", None, [(n, "")]) for n in names]
+    assert got == [3 + 1 + c.count_text(n) + 3 for n in names]
+    assert len(c._short) <= 4096
+    long_name = "x" * 65  # longer strings are not remembered
+    c.count_message("user", "", name=long_name)
+    assert long_name not in c._short
