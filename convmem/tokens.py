@@ -363,6 +363,11 @@ def image_rule_for_model(model: str | None) -> ImageRule:
 class TokenCounter(Protocol):
     """What convmem needs from a token counter.
 
+    convmem's counters (:func:`make_counter`) also have ``reply_priming`` (tokens once per
+    request), ``encoding_name`` and ``exact``; callers read ``getattr(c, "reply_priming", 0)`` for
+    a counter of their own. Callers pass ``name`` and ``images`` only when a message has them, so a
+    counter of one's own with the older three-parameter ``count_message`` keeps working.
+
     Attributes:
         name: which counter this is, for display (``"cl100k_base"``, ``"approx-cl100k-regex"``).
     """
@@ -374,7 +379,13 @@ class TokenCounter(Protocol):
         ...  # pragma: no cover
 
     def count_message(
-        self, role: str, content: str | None, tool_calls: Iterable[Any] = ()
+        self,
+        role: str,
+        content: str | None,
+        tool_calls: Iterable[Any] = (),
+        *,
+        name: str | None = None,
+        images: Sequence[ImageRef] = (),
     ) -> int:
         """Tokens of one message in the prompt (see :meth:`_BaseCounter.count_message`)."""
         ...  # pragma: no cover
