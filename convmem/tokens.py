@@ -417,12 +417,16 @@ def _call_parts(call: Any) -> tuple[str, str]:
 
 
 def _chunks(text: str, size: int) -> Iterator[str]:
-    """``text`` in pieces of at most ``size`` characters, cut at safe points when there are any
-    in the second half of each window (see the module docstring)."""
+    """``text`` in pieces of at most ``size`` characters, each cut at the first safe point of the
+    window's second half, else at the last safe point of its first half, else (no safe point in
+    the whole window) hard at ``size`` (see the module docstring)."""
     n, start = len(text), 0
     while n - start > size:
-        hi = start + size
-        m = _SAFE_CUT.search(text, start + size // 2, hi)
+        hi, mid = start + size, start + size // 2
+        m = _SAFE_CUT.search(text, mid, hi)
+        if m is None:
+            for m in _SAFE_CUT.finditer(text, start + 1, mid):  # noqa: B007 - keep the last
+                pass
         cut = m.start() if m else hi
         yield text[start:cut]
         start = cut

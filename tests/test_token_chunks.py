@@ -45,6 +45,15 @@ def test_small_chunks_are_exact_when_every_window_has_a_safe_cut(words):
         assert chunked.count_text(text) == len(enc.encode_ordinary(text))
 
 
+def test_safe_points_in_the_first_half_of_a_window_are_used():
+    from convmem.tokens import _chunks
+
+    text = "ab " + "x" * 30 + " cd" + "y" * 40  # safe cuts at 2 and 33 only
+    assert list(_chunks(text, 32)) == ["ab", " " + "x" * 30, " cd" + "y" * 29, "y" * 11]
+    enc = ENCODINGS["o200k_base"]
+    assert TiktokenCounter(enc, chunk_chars=64).count_text(text) == len(enc.encode_ordinary(text))
+
+
 def test_long_text_is_exact_and_hard_cuts_stay_close():
     enc = ENCODINGS["cl100k_base"]
     prose = ("The order #W2378156 was delivered; refund 1,234.56 to the card. " * 5000)
