@@ -64,6 +64,27 @@ def test_content_only_totals_per_encoding(rows):
     assert round((approx - 609_002) / 609_002 * 100, 2) == -0.38
 
 
+def test_cutting_every_retail_text_at_every_safe_point_changes_no_count(rows):
+    """Chunked counting is exact on real data: 0 differences over all 321,701 safe points."""
+    from convmem.tokens import _SAFE_CUT
+
+    texts = [t for r in rows for m in r["traj"]
+             for t in [m["content"] or ""] + [x for tc in m.get("tool_calls") or []
+                                               for x in (tc["function"]["name"],
+                                                         tc["function"]["arguments"])]]
+    n_cuts = 0
+    for model in ("gpt-4", "gpt-4o"):
+        enc = make_counter(model).encoding
+        differ = 0
+        for t in texts:
+            cuts = [0] + [m.start() for m in _SAFE_CUT.finditer(t)] + [len(t)]
+            n_cuts += len(cuts) - 2
+            whole = len(enc.encode_ordinary(t))
+            differ += sum(len(enc.encode_ordinary(t[a:b])) for a, b in zip(cuts, cuts[1:])) != whole
+        assert differ == 0
+    assert n_cuts == 2 * 321_701
+
+
 def test_approximate_chat_counts_per_conversation(rows):
     exact = make_counter("gpt-4")
     approx = make_counter("gpt-4", approximate=True)
