@@ -19,7 +19,9 @@ The messages of the page that triggers the stop are kept (de-duplicated as alway
 de-duplicated by id, first occurrence kept, also within one page.
 
 Retries wrap the single call, never the walk: a failed call is retried with the same cursor by a
-``tenacity.Retrying``, so a retried page is never added twice. Only :class:`~convmem.TransientError`
+``tenacity.Retrying``, so a retried page is never added twice. The first attempt of each call is
+made directly; tenacity is entered only when it fails with a retryable error, and is handed that
+failure, so its decisions, sleeps and random draws are the same as if it had made the call. Only :class:`~convmem.TransientError`
 and the types in ``retry_on`` are retried; any other exception propagates at once, unretried, and
 nothing sleeps. Backoff is exponential with full jitter: the delay before the retry that follows the
 ``k``-th failure of a call (``k = 0, 1, ...``) is ``random() * min(max_delay, base_delay * 2**k)``,
@@ -43,7 +45,9 @@ Time, in seconds, is read from the injected ``clock`` and spent through the inje
 ('empty_page', 3, [None, 'c1', 'c2'])
 
 Complexity: O(messages + pages) time (plus the calls the retries make) and O(messages + distinct
-cursors) memory; the report keeps one small record per call, at most ``attempts`` per page.
+cursors) memory; the report keeps one small record per call, at most ``attempts`` per page. Errors
+describe foreign objects (a bad return value, a cursor, an error's text) in at most
+:data:`DESCRIBE_LIMIT` characters, in time independent of their size.
 """
 
 from __future__ import annotations
@@ -77,6 +81,7 @@ __all__ = [
     "STOP_PAGE_CAP",
     "STOP_REASONS",
     "STOP_REPEATED_CURSOR",
+    "DESCRIBE_LIMIT",
     "backoff_bound",
     "load_history",
     "load_history_with_report",
@@ -380,27 +385,21 @@ def _describe(exc: BaseException) -> str:
     return _clip(f"{name}: {text}") if text else name
 
 
-def _check_page(result: Any, cursor: Any) -> tuple[Sequence[Message], Hashable]:
+def _check_page(result: Any, cursor: Any) -> tuple[Sequence[Message], Hashable, bool]:
     """Validate what fetch_page returned; a malformed page is a store bug, never transient.
 
-    The common shape (a tuple holding a list or tuple of plain Messages) is checked in C-speed
-    passes; anything else takes the item-by-item path that names what is wrong.
+    Returns ``(page, next_cursor, items_checked)``. The common shape (a 2-tuple holding a list or
+    tuple, and a str, int or None cursor) is accepted at once with ``items_checked=False``: the
+    caller then checks each item's class as it reads it (and calls :func:`_check_items` on the first
+    one that is not exactly a Message). Anything else is checked item by item here, and every
+    problem is named (the cursor, the position, a bounded description of what came back).
     """
     if result.__class__ is tuple and len(result) == 2:
         page, next_cursor = result
         if (page.__class__ is list or page.__class__ is tuple) and (
-            not page or set(map(type, page)) == _JUST_MESSAGE
+            next_cursor is None or next_cursor.__class__ is str or next_cursor.__class__ is int
         ):
-            if next_cursor is None or next_cursor.__class__ in _HASHABLE_TYPES:
-                return page, next_cursor
-    return _check_page_slowly(result, cursor)
-
-
-_JUST_MESSAGE = {Message}
-_HASHABLE_TYPES = frozenset({str, int})
-
-
-def _check_page_slowly(result: Any, cursor: Any) -> tuple[Sequence[Message], Hashable]:
+            return page, next_cursor, False
     if not isinstance(result, tuple) or len(result) != 2:
         raise TypeError(
             f"fetch_page({_bounded_repr(cursor)}) must return a 2-tuple (list of Message, next "
@@ -412,12 +411,7 @@ def _check_page_slowly(result: Any, cursor: Any) -> tuple[Sequence[Message], Has
             f"fetch_page({_bounded_repr(cursor)}) returned a page that is not a list of Message: "
             f"{_bounded_repr(page)}"
         )
-    for position, item in enumerate(page):
-        if not isinstance(item, Message):
-            raise TypeError(
-                f"fetch_page({_bounded_repr(cursor)}) returned a page whose item {position} is "
-                f"not a Message: {_bounded_repr(item)}"
-            )
+    _check_items(page, cursor)
     try:
         hash(next_cursor)
     except TypeError:
@@ -425,7 +419,17 @@ def _check_page_slowly(result: Any, cursor: Any) -> tuple[Sequence[Message], Has
             f"fetch_page({_bounded_repr(cursor)}) returned an unhashable next cursor "
             f"{_bounded_repr(next_cursor)}; cursors must be hashable (str, int, tuple, ...)"
         ) from None
-    return page, next_cursor
+    return page, next_cursor, True
+
+
+def _check_items(page: Sequence[Any], cursor: Any) -> None:
+    """TypeError naming the first item of ``page`` that is not a Message (subclasses are fine)."""
+    for position, item in enumerate(page):
+        if not isinstance(item, Message):
+            raise TypeError(
+                f"fetch_page({_bounded_repr(cursor)}) returned a page whose item {position} is "
+                f"not a Message: {_bounded_repr(item)}"
+            )
 
 
 # -- tenacity strategies ---------------------------------------------------------------------------
@@ -670,72 +674,97 @@ def load_history(
     cursor: Any = None
     stop_reason: str | None = None
 
+    def retry_call(cursor: Any, started_at: float, first: BaseException) -> Any:
+        """The retry path, entered after the first attempt at ``cursor`` failed retryably."""
+        nonlocal current
+        current = _Call(cursor)
+        current.attempt, current.started_at, current.exc = 1, started_at, first
+        current.replay = True
+        try:
+            return retrying(attempt, cursor)
+        except BaseException as exc:
+            if isinstance(exc, RetryError) and exc is not current.exc:
+                # A retryable error on every allowed attempt, or the deadline: give up.
+                last = current.exc
+                assert last is not None
+                report._transient_failures += 1
+                emit(failed_record(current, "transient", None))
+                why = FAILURE_ATTEMPTS if current.attempt >= attempts else FAILURE_DEADLINE
+                detail = (
+                    f"{current.attempt} attempt(s)"
+                    if why == FAILURE_ATTEMPTS
+                    else f"{current.attempt} attempt(s); the next backoff would pass the "
+                    f"{deadline} s deadline"
+                )
+                error = PageLoadError(
+                    f"fetch_page({_bounded_repr(cursor)}) kept failing after {detail}; "
+                    f"{len(loaded)} message(s) loaded so far; last error: {_describe(last)}",
+                    cursor=cursor,
+                    attempts=current.attempt,
+                    loaded=list(loaded),
+                    report=report,
+                )
+                finish(why, error, None)
+                raise error from last
+            if exc is current.exc:
+                # Not retryable: propagate at once, as it is.
+                emit(failed_record(current, "error", None))
+            finish(FAILURE_ERROR, exc, None)
+            raise
+
     try:
         while stop_reason is None:
             requested.add(cursor)
-            current = _Call(cursor)
             # Fast path: the first attempt calls fetch_page directly. tenacity's machinery is
             # entered only after a retryable failure (it costs more than a cheap call when nothing
             # fails); the decisions, sleeps, random draws and records are the same either way.
-            current.attempt = 1
-            current.started_at = now()
+            attempt_number = 1
+            started_at = float(clock() - start)
             try:
                 result = fetch_page(cursor)
             except BaseException as exc:
-                current.exc = exc
                 if not isinstance(exc, retry_types):
+                    current = _Call(cursor)
+                    current.attempt, current.started_at, current.exc = 1, started_at, exc
                     emit(failed_record(current, "error", None))
                     finish(FAILURE_ERROR, exc, None)
                     raise
-                current.replay = True
-            if current.replay:
-                try:
-                    result = retrying(attempt, cursor)
-                except BaseException as exc:
-                    if isinstance(exc, RetryError) and exc is not current.exc:
-                        # A retryable error on every allowed attempt, or the deadline: give up.
-                        last = current.exc
-                        assert last is not None
-                        report._transient_failures += 1
-                        emit(failed_record(current, "transient", None))
-                        why = FAILURE_ATTEMPTS if current.attempt >= attempts else FAILURE_DEADLINE
-                        detail = (
-                            f"{current.attempt} attempt(s)"
-                            if why == FAILURE_ATTEMPTS
-                            else f"{current.attempt} attempt(s); the next backoff would pass the "
-                            f"{deadline} s deadline"
-                        )
-                        error = PageLoadError(
-                            f"fetch_page({_bounded_repr(cursor)}) kept failing after {detail}; "
-                            f"{len(loaded)} message(s) loaded so far; last error: "
-                            f"{_describe(last)}",
-                            cursor=cursor,
-                            attempts=current.attempt,
-                            loaded=list(loaded),
-                            report=report,
-                        )
-                        finish(why, error, None)
-                        raise error from last
-                    if exc is current.exc:
-                        # Not retryable: propagate at once, as it is.
-                        emit(failed_record(current, "error", None))
-                    finish(FAILURE_ERROR, exc, None)
-                    raise
+                result = retry_call(cursor, started_at, exc)
+                attempt_number, started_at = current.attempt, current.started_at
 
+            before = len(loaded)
             try:
-                page, next_cursor = _check_page(result, cursor)
+                page, next_cursor, items_checked = _check_page(result, cursor)
+                whole = True
+                if not items_checked:
+                    for message in page:
+                        if message.__class__ is not Message:
+                            whole = False
+                            break
+                        message_id = message.id
+                        if message_id not in seen_ids:
+                            seen_add(message_id)
+                            loaded_append(message)
+                    if not whole:
+                        # An item that is not exactly a Message: undo this page, then check it
+                        # whole (a subclass of Message is fine; anything else is a TypeError).
+                        for message in loaded[before:]:
+                            seen_ids.discard(message.id)
+                        del loaded[before:]
+                        _check_items(page, cursor)
+                if items_checked or not whole:
+                    for message in page:
+                        message_id = message.id
+                        if message_id not in seen_ids:
+                            seen_add(message_id)
+                            loaded_append(message)
             except TypeError as exc:
-                current.exc = exc
+                current = _Call(cursor)
+                current.attempt, current.started_at, current.exc = attempt_number, started_at, exc
                 emit(failed_record(current, "error", None))
                 finish(FAILURE_ERROR, exc, None)
                 raise
 
-            before = len(loaded)
-            for message in page:
-                message_id = message.id
-                if message_id not in seen_ids:
-                    seen_add(message_id)
-                    loaded_append(message)
             new = len(loaded) - before
             size = len(page)
             report._pages += 1
@@ -744,14 +773,14 @@ def load_history(
             fields = (
                 len(report._calls),  # index
                 cursor,
-                current.attempt,
+                attempt_number,
                 "ok",
                 size,  # page_size
                 new,  # new_messages
                 size - new,  # duplicates
                 next_cursor,
                 None,  # error
-                current.started_at,
+                started_at,
                 None,  # delay_after
             )
             if on_event is None:

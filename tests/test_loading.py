@@ -915,3 +915,22 @@ def test_a_retryable_first_failure_enters_the_retry_path_with_the_same_records()
     ]
     assert events == list(report.calls) and report.delays == (0.05, 0.05, 0.1)
     assert clock.now == pytest.approx(0.2)
+
+
+class _TaggedMessage(Message):
+    __slots__ = ()
+
+
+def test_a_page_of_message_subclasses_is_accepted_and_deduplicated():
+    a, b = Message("a", "user", 1), _TaggedMessage("b", "user", 2)
+    got, _, report, _ = run(lambda c: ([a, b, b, _TaggedMessage("a", "user", 9)], None))
+    assert got == ["a", "b"] and report.duplicates_skipped == 2 and report.messages_loaded == 2
+
+
+def test_a_bad_item_late_on_a_page_leaves_nothing_of_that_page_loaded():
+    pages = {None: ([Message("a", "user", 1)], "p"), "p": ([Message("b", "user", 1), 7], None)}
+    report = LoadReport()
+    with pytest.raises(TypeError, match=r"fetch_page\('p'\) returned a page whose item 1 is not a Message: 7"):
+        load_history(lambda c: pages[c], report=report)
+    assert report.messages_loaded == 1 and report.pages == 1
+    assert [c.outcome for c in report.calls] == ["ok", "error"]
