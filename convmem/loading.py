@@ -69,6 +69,7 @@ from .message import Message
 
 __all__ = [
     "CallRecord",
+    "DESCRIBE_LIMIT",
     "FAILURE_ATTEMPTS",
     "FAILURE_DEADLINE",
     "FAILURE_ERROR",
@@ -81,7 +82,6 @@ __all__ = [
     "STOP_PAGE_CAP",
     "STOP_REASONS",
     "STOP_REPEATED_CURSOR",
-    "DESCRIBE_LIMIT",
     "backoff_bound",
     "load_history",
     "load_history_with_report",
