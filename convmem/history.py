@@ -262,6 +262,8 @@ class History:
         "_dead",
         "_group_of",
         "_sink",
+        "_ids",
+        "_plain",
     )
 
     def __init__(
@@ -334,6 +336,11 @@ class History:
         self._records: deque[tuple] = deque(maxlen=records)
         self._kept_count = 0
         self._sink: Callable[[tuple], object] | None = None  # see _attach_sink
+        self._ids: set[str] = set()  # ids of the kept messages (not the summary): unique (SPEC §2)
+        # No policy on: add takes the base path (the seed's rule, inlined).
+        self._plain = not (
+            pin_system or pin_latest_user or keep_tool_groups or start_on_user or summarizer
+        )
 
     # ------------------------------------------------------------------ reading
 
@@ -410,15 +417,66 @@ class History:
     def add(self, message: Message) -> list[str]:
         """Append ``message``, compact if needed, and return the dropped ids, oldest first.
 
-        Amortized O(1) plus the messages dropped. Raises TypeError when ``message`` is not a
-        :class:`Message`. A summarizer's own errors propagate out of ``add``; the drops of that
-        add stand (the messages are gone from the context) but no summary and no record are made.
+        Amortized O(1) plus the messages dropped (O(d log d) to order d drops when tool groups
+        interleave).
+
+        Raises:
+            TypeError: ``message`` is not a :class:`Message`.
+            ValueError: ``message.id`` is the id of a kept message or of the summary in place (ids
+                are unique, SPEC §2). Only *kept* ids are checked: an id whose message was dropped
+                may come back (memory stays bounded by what is kept). Nothing changes on a raise.
+            SummarizerError: the summarizer raised or returned something that is not a Message.
+                The drops of that add stand (the messages are gone from the context) and the
+                compaction is recorded first (in ``compactions`` and sent to ``on_compaction``)
+                with a rejected summary outcome naming the failure; the error then carries that
+                record as ``.compaction`` and the original error as ``__cause__``
+                (docs/decisions.md, History rule 7).
         """
-        if not isinstance(message, Message):
+        if message.__class__ is not Message and not isinstance(message, Message):
             raise TypeError(f"History.add message must be a Message, got {message!r}")
+        message_id = message.id
+        ids = self._ids
+        if message_id in ids or (self._summary is not None and self._summary.id == message_id):
+            raise ValueError(
+                f"History.add message id {message_id!r} is already "
+                f"{'kept' if message_id in ids else 'the id of the summary in place'}; ids must be "
+                f"unique among the messages kept (SPEC §2)"
+            )
         step = self._step
         self._step = step + 1
         item = (step, message)
+        if self._plain:
+            # The base rule, inlined: append, then drop from the oldest end while over the limit.
+            run = self._run
+            run.append(item)
+            ids.add(message_id)
+            peak = total = self._total + message.tokens
+            if total <= self._limit:
+                self._total = total
+                self._kept_count += 1
+                return []
+            goal = self._goal
+            dropped = []
+            out = []
+            popleft = run.popleft
+            while total > goal and run:
+                old = popleft()
+                m = old[1]
+                tokens = m.tokens
+                total -= tokens
+                ids.discard(m.id)
+                out.append(m.id)
+                dropped.append((old, TOO_BIG if tokens > goal else OVER_LIMIT))
+            self._frontier = dropped[-1][0][0]
+            self._total = total
+            self._kept_count += 1 - len(dropped)
+            raw = (step, message_id, TRIGGER_LIMIT, peak, total, dropped, None)
+            self._records.append(raw)
+            if self._sink is not None:
+                self._sink(raw)
+            if self._on_compaction is not None:
+                self._on_compaction(_record(*raw))
+            return out
         role = message.role
         peak = self._total + message.tokens  # the total with it appended, before any drop
         dropped: list[tuple[_Item, str]] | None = None
@@ -433,6 +491,7 @@ class History:
                     self._head_user = None
                     self._total -= old[1].tokens
                     self._kept_count -= 1
+                    ids.discard(old[1].id)
                     dropped = [(old, PIN_MOVED)]
                     trigger = TRIGGER_PIN_MOVED
                 elif self._head_user is old:
@@ -451,8 +510,11 @@ class History:
             else:
                 group = None
                 if message.tool_call_id is not None:
+                    # By id: the kept message that declared it (the latest declaration); an id
+                    # that no kept message declared (its call is gone, or it never came) has no
+                    # group, so the result is refused below.
                     group = self._groups.get(message.tool_call_id)
-                if group is None:
+                else:
                     # By position: the most recent assistant message, if it is still kept (an
                     # assistant message is only ever dropped from the oldest end).
                     last = self._last_assistant
@@ -466,6 +528,7 @@ class History:
                 group.results.append(item)
 
         self._run.append(item)
+        ids.add(message_id)
         total = self._total = self._total + message.tokens
         self._kept_count += 1
         if total > self._limit:
@@ -561,13 +624,21 @@ class History:
     def _drop_unit(self, item: _Item, reason: str, dropped: list[tuple[_Item, str]]) -> None:
         """Drop ``item`` from the oldest end, with its tool results when it heads a tool group."""
         seq = item[0]
+        m = item[1]
         self._frontier = seq
-        self._total -= item[1].tokens
+        self._total -= m.tokens
         self._kept_count -= 1
+        self._ids.discard(m.id)
         dropped.append((item, reason))
         if self._group_of:
             group = self._group_of.pop(seq, None)
             if group is not None:
+                # The group leaves with its call: forget its call ids (unless a newer kept message
+                # declared the same id) and its results, so nothing outlives what is kept.
+                groups = self._groups
+                for call_id in m.tool_call_ids:
+                    if groups.get(call_id) is group:
+                        del groups[call_id]
                 group.dead = True
                 dead = self._dead
                 for r in group.results:
@@ -575,7 +646,9 @@ class History:
                         dead.add(r[0])
                         self._total -= r[1].tokens
                         self._kept_count -= 1
+                        self._ids.discard(r[1].id)
                         dropped.append((r, TOOL_GROUP))
+                group.results = []
 
     def _finish(
         self,

@@ -18,7 +18,11 @@ contract shows up as a disagreement):
 * Rule 6's "an unpinned system message that sits before a message this rule drops" means before one
   of the leading messages the rule drops itself, not before a late tool result that went with its
   call (that would cut a hole in the suffix).
-* A call id declared by more than one assistant message names the most recent declaration.
+* A call id declared by more than one assistant message names the most recent declaration. A
+  result that names an id joins by that id only: when the declaring message is gone, or no message
+  declared it, the result is refused on arrival (no positional fallback; History forgets the call
+  ids of dropped messages so its memory stays bounded by what is kept). Only a result without a
+  ``tool_call_id`` pairs by position.
 * Trigger: when rule 1 dropped a moved pin the trigger is ``pin_moved`` (rule 1 says so), even if
   the total is also above the limit.
 * ``total_before`` is the total before the add plus the new message's tokens, for every record:
@@ -152,9 +156,11 @@ class ReferenceHistory:
         earlier = self.entries[: tool.seq]
         cid = tool.msg.tool_call_id
         if cid is not None:
+            # By id only: the latest declaration (refused when it is dropped or there is none).
             for e in reversed(earlier):
                 if e.msg.role == "assistant" and cid in e.msg.tool_call_ids:
                     return e
+            return None
         for e in reversed(earlier):
             if e.msg.role == "assistant":
                 return e
@@ -334,6 +340,7 @@ def group_of(added: list[Message], i: int) -> int | None:
         for j in range(i - 1, -1, -1):
             if added[j].role == "assistant" and m.tool_call_id in added[j].tool_call_ids:
                 return j
+        return None
     for j in range(i - 1, -1, -1):
         if added[j].role == "assistant":
             return j

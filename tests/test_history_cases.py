@@ -371,11 +371,13 @@ def test_orphan_tool_result_is_refused_and_positional_grouping():
     assert h.add(M("a1", "assistant", 1, tool_call_ids=("c1", "c2"))) == []
     assert h.add(M("t1", "tool", 1, tool_call_id="c2")) == []
     assert h.add(M("t2", "tool", 1)) == []  # no id: joins the most recent assistant (a1)
-    assert h.add(M("t3", "tool", 1, tool_call_id="zz")) == []  # unknown id: by position (a1)
-    assert h.messages() == ["u1", "a1", "t1", "t2", "t3"]
-    assert h.add(M("u2", "user", 97)) == ["u1", "a1", "t1", "t2", "t3"]
+    # An id no kept message declared answers no call in the context: refused, never positional.
+    assert h.add(M("t3", "tool", 1, tool_call_id="zz")) == ["t3"]
+    assert h.compactions[-1].trigger == TRIGGER_ARRIVAL
+    assert h.messages() == ["u1", "a1", "t1", "t2"]
+    assert h.add(M("u2", "user", 98)) == ["u1", "a1", "t1", "t2"]
     assert reasons(h.compactions[-1]) == [
-        ("u1", OVER_LIMIT), ("a1", OVER_LIMIT), ("t1", TOOL_GROUP), ("t2", TOOL_GROUP), ("t3", TOOL_GROUP)
+        ("u1", OVER_LIMIT), ("a1", OVER_LIMIT), ("t1", TOOL_GROUP), ("t2", TOOL_GROUP)
     ]
 
 
