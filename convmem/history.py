@@ -707,7 +707,12 @@ class History:
             raise TypeError(f"History summarizer must return a Message, got {new!r}")
         previous_tokens = previous.tokens if previous is not None else 0
         reason = None
-        if new.tokens > self._budget:
+        if new.content is not None and not new.content.strip():
+            # A summary that says nothing would replace real context and report success.
+            reason = f"summary {new.id!r} is blank (its content is empty or whitespace only)"
+        elif new.id in self._ids:
+            reason = f"summary id {new.id!r} is the id of a kept message; ids must be unique (SPEC §2)"
+        elif new.tokens > self._budget:
             reason = f"summary has {new.tokens} tokens, over the summary_budget of {self._budget}"
         elif self._total - previous_tokens + new.tokens > self._limit:
             reason = (
