@@ -214,3 +214,56 @@ def test_llm_summarizer_prompt_and_result():
     assert (out.content, out.tokens, out.id) == ("The user wants a refund for order W1.", 8, "summary-1")
     with pytest.raises(TypeError, match="must return a str"):
         LLMSummarizer(lambda p: None, max_tokens=5, count_tokens=words)(None, [prev])
+
+
+@settings(max_examples=60, deadline=None)
+@given(
+    st.integers(5, 60),
+    st.lists(
+        st.lists(st.text(alphabet="ab c.\n?", min_size=0, max_size=40), min_size=1, max_size=4),
+        min_size=1,
+        max_size=12,
+    ),
+)
+def test_extractive_line_count_cache_changes_nothing(max_tokens, batches):
+    """The cached summarizer gives exactly what one re-counting every line gives, with fewer counts."""
+    calls = {"cached": 0, "fresh": 0}
+
+    def counter(key):
+        def count(text):
+            calls[key] += 1
+            return len(text.split()) + text.count("?")
+
+        return count
+
+    cached = ExtractiveSummarizer(max_tokens=max_tokens, count_tokens=counter("cached"))
+    fresh = ExtractiveSummarizer(max_tokens=max_tokens, count_tokens=counter("fresh"))
+    prev_c = prev_f = None
+    step = 0
+    for batch in batches:
+        dropped = []
+        for text in batch:
+            step += 1
+            dropped.append(Message(f"m{step}", "user", 1, content=text or None))
+        fresh._line_counts = {}  # forget: every line of the previous summary is counted again
+        prev_c, prev_f = cached(prev_c, dropped), fresh(prev_f, dropped)
+        assert prev_c == prev_f
+        assert prev_c.tokens == len(prev_c.content.split()) + prev_c.content.count("?") <= max_tokens
+    assert calls["cached"] <= calls["fresh"]
+
+
+def test_extractive_does_not_recount_the_previous_summary():
+    counted = []
+
+    def count(text):
+        counted.append(text)
+        return len(text.split())
+
+    s = ExtractiveSummarizer(max_tokens=200, count_tokens=count)
+    previous = None
+    for k in range(30):
+        counted.clear()
+        previous = s(previous, [Message(f"u{k}", "user", 5, content=f"line number {k} here")])
+        # one new line plus the whole text (and the header on the first call only)
+        first = ["Earlier:"] if k == 0 else []
+        assert counted == first + [f"user: line number {k} here", previous.content]
