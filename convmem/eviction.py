@@ -21,6 +21,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
+from itertools import repeat
 
 __all__ = [
     "evict_conversations",
@@ -38,6 +39,9 @@ def _check_conversations(conversations: object) -> Sequence[Sequence[str]]:
             f"{conversations!r:.80}"
         )
     for i, conv in enumerate(conversations):
+        cls = conv.__class__
+        if cls is list or cls is tuple:
+            continue  # the common shapes, checked without the (slow) ABC test
         if isinstance(conv, (str, bytes)) or not isinstance(conv, Sequence):
             raise TypeError(
                 f"conversations[{i}] must be a list of listing ids (str), got "
@@ -48,27 +52,79 @@ def _check_conversations(conversations: object) -> Sequence[Sequence[str]]:
 
 def _check_id(i: int, j: int, listing: object) -> None:
     if not isinstance(listing, str):
-        raise TypeError(f"conversations[{i}][{j}] must be a listing id (str), got {listing!r}")
+        raise TypeError(f"conversations[{i}][{j}] must be a listing id (str), got {listing!r:.80}")
 
 
 def _check_cap(max_listings: object) -> int:
     if isinstance(max_listings, bool) or not isinstance(max_listings, int):
-        raise TypeError(f"max_listings must be an int (not bool), got {max_listings!r}")
+        raise TypeError(f"max_listings must be an int (not bool), got {max_listings!r:.80}")
     if max_listings < 0:
         raise ValueError(f"max_listings must be a non-negative int, got {max_listings!r}")
     return max_listings
 
 
+def _all_str(ids: set) -> bool:
+    """True when every id is exactly a str (one O(distinct) pass; subclasses take the slow path)."""
+    for x in ids:
+        if x.__class__ is not str:
+            return False
+    return True
+
+
+def _check_read(conversations: Sequence[Sequence[str]], first: int) -> None:
+    """TypeError naming the first id that is not a str, reading as the scans do: newest first."""
+    for i in range(len(conversations) - 1, first - 1, -1):
+        for j, listing in enumerate(conversations[i]):
+            _check_id(i, j, listing)
+
+
+def _scan(conversations: Sequence[Sequence[str]], cap: int | None) -> tuple[int, int, list[int] | None]:
+    """The newest-first scan behind kept_from and eviction_curve: C-level set updates.
+
+    Adds whole conversations, newest first, to one set. With a ``cap`` it stops at the first
+    conversation ``i`` that takes the count past the cap and returns ``(i + 1, distinct before it,
+    None)``; without, it returns ``(0, distinct, curve)``. Every id of every conversation it read is
+    checked to be a str, after the scan, over the distinct ids only (O(distinct)); on a problem the
+    scan is redone id by id to name the first bad one.
+    """
+    n = len(conversations)
+    seen: set[str] = set()
+    update = seen.update
+    curve = [0] * (n + 1) if cap is None else None
+    start = 0
+    count = 0
+    try:
+        for i in range(n - 1, -1, -1):
+            update(conversations[i])
+            size = len(seen)
+            if curve is not None:
+                curve[i] = size
+            elif size > cap:
+                start = i + 1
+                break
+            count = size
+        else:
+            count = len(seen)
+    except TypeError:  # an unhashable id: name it
+        _check_read(conversations, 0)
+        raise
+    if not _all_str(seen):
+        _check_read(conversations, max(start - 1, 0))
+    return start, count, curve
+
+
 def kept_from(conversations: Sequence[Sequence[str]], max_listings: int) -> int:
     """How many of the oldest conversations :func:`evict_conversations` drops.
 
-    The kept conversations are ``conversations[kept_from(...):]``. One scan from the newest end that
-    stops as soon as the cap is passed: O(mentions kept + max_listings + number of conversations)
-    time (the last term only for validating the outer list), O(max_listings) extra memory.
+    The kept conversations are ``conversations[kept_from(...):]``. One scan from the newest end, a
+    whole conversation at a time (C-level set updates), that stops at the conversation that passes
+    the cap: O(mentions kept + that one conversation + number of conversations) time (the last term
+    only for validating the outer list), O(max_listings + one conversation) extra memory. Older
+    conversations are never read.
 
     Raises:
-        TypeError: conversations is not a list of lists, a scanned id is not a str, max_listings is
-            not an int.
+        TypeError: conversations is not a list of lists, an id the scan read (in the kept
+            conversations or the one that passes the cap) is not a str, max_listings is not an int.
         ValueError: max_listings is negative.
 
     >>> kept_from([["a"], ["b"], ["c"], ["d"]], 3)
@@ -78,15 +134,7 @@ def kept_from(conversations: Sequence[Sequence[str]], max_listings: int) -> int:
     """
     conversations = _check_conversations(conversations)
     cap = _check_cap(max_listings)
-    seen: set[str] = set()
-    for i in range(len(conversations) - 1, -1, -1):
-        for j, listing in enumerate(conversations[i]):
-            _check_id(i, j, listing)
-            if listing not in seen:
-                seen.add(listing)
-                if len(seen) > cap:
-                    return i + 1
-    return 0
+    return _scan(conversations, cap)[0]
 
 
 def evict_conversations(conversations: Sequence[Sequence[str]], max_listings: int) -> list[str]:
@@ -100,8 +148,10 @@ def evict_conversations(conversations: Sequence[Sequence[str]], max_listings: in
     Returns:
         The distinct ids of the kept conversations, each once, in first-appearance order.
 
-    Complexity: O(mentions kept) plus the validation of the outer list; ids in dropped
-    conversations are never read (so a wrong-typed id there is not reported).
+    Complexity: O(mentions kept) plus the validation of the outer list: the newest-first scan of
+    :func:`kept_from`, then an oldest-first pass over the kept conversations for the order, which
+    stops as soon as every distinct kept id has been placed (often long before the end when ids
+    repeat). Ids in conversations older than the one that passes the cap are never read.
 
     Raises:
         TypeError, ValueError: as :func:`kept_from`.
@@ -111,11 +161,16 @@ def evict_conversations(conversations: Sequence[Sequence[str]], max_listings: in
     >>> evict_conversations([], 5), evict_conversations([["a", "b", "c"]], 2)
     ([], [])
     """
-    start = kept_from(conversations, max_listings)
+    conversations = _check_conversations(conversations)
+    cap = _check_cap(max_listings)
+    start, distinct, _ = _scan(conversations, cap)
     remaining: dict[str, None] = {}
-    for i in range(start, len(conversations)):
-        for listing in conversations[i]:
-            remaining[listing] = None
+    update = remaining.update
+    if distinct:
+        for i in range(start, len(conversations)):
+            update(zip(conversations[i], repeat(None)))
+            if len(remaining) == distinct:
+                break
     return list(remaining)
 
 
@@ -123,8 +178,9 @@ def eviction_curve(conversations: Sequence[Sequence[str]]) -> list[int]:
     """Distinct ids left after dropping the k oldest conversations, for every k from 0 to n.
 
     ``curve[k]`` is non-increasing in k, ``curve[n] == 0``, and the kept count for a cap c is the
-    smallest k with ``curve[k] <= c``. One pass from the newest end: O(all mentions) time,
-    O(distinct ids) memory.
+    smallest k with ``curve[k] <= c``. One pass from the newest end, a whole conversation at a time
+    (C-level set updates), then an O(distinct) type check: O(all mentions) time, O(distinct ids)
+    memory.
 
     Raises:
         TypeError: conversations is not a list of lists of str.
@@ -135,14 +191,8 @@ def eviction_curve(conversations: Sequence[Sequence[str]]) -> list[int]:
     [0]
     """
     conversations = _check_conversations(conversations)
-    n = len(conversations)
-    curve = [0] * (n + 1)
-    seen: set[str] = set()
-    for i in range(n - 1, -1, -1):
-        for j, listing in enumerate(conversations[i]):
-            _check_id(i, j, listing)
-            seen.add(listing)
-        curve[i] = len(seen)
+    curve = _scan(conversations, None)[2]
+    assert curve is not None
     return curve
 
 
