@@ -267,3 +267,65 @@ def test_extractive_does_not_recount_the_previous_summary():
         # one new line plus the whole text (and the header on the first call only)
         first = ["Earlier:"] if k == 0 else []
         assert counted == first + [f"user: line number {k} here", previous.content]
+
+
+def _messages_for_sweep(draw_tokens, roles):
+    out = []
+    last_calls: list[str] = []
+    for i, (t, r) in enumerate(zip(draw_tokens, roles)):
+        if r == "assistant" and i % 3 == 0:
+            last_calls = [f"c{i}"]
+            out.append(Message(f"m{i}", "assistant", t, content=f"calling {i}", tool_call_ids=tuple(last_calls)))
+        elif r == "tool" and last_calls:
+            out.append(Message(f"m{i}", "tool", t, content=f"result {i}", tool_call_id=last_calls.pop()))
+        else:
+            out.append(Message(f"m{i}", "user" if r == "tool" else r, t, content=f"text {i} " * (t % 5)))
+    return out
+
+
+@settings(max_examples=80, deadline=None)
+@given(
+    st.lists(st.integers(0, 60), min_size=0, max_size=80).flatmap(
+        lambda toks: st.tuples(
+            st.just(toks),
+            st.lists(st.sampled_from(["system", "user", "assistant", "tool"]), min_size=len(toks), max_size=len(toks)),
+        )
+    ),
+    st.integers(0, 150),
+    st.one_of(st.none(), st.floats(0, 1)),
+    st.lists(st.booleans(), min_size=4, max_size=4),
+    st.one_of(st.none(), st.integers(0, 30)),
+    st.lists(st.integers(0, 200), min_size=1, max_size=5),
+)
+def test_sweep_stats_equal_full_replays(msgs_spec, limit, target_ratio, flags, budget, limits):
+    """The stats-only sweep (two-pointer for the base rule, a History fold otherwise) equals replay."""
+    msgs = _messages_for_sweep(*msgs_spec)
+    target = None if target_ratio is None else int(limit * target_ratio)
+    cap = limit if target is None else target
+    if budget is not None:
+        budget = min(budget, cap)
+    base = HistorySettings(limit, target, *flags, summary_budget=budget)
+    rows = sweep_limits(msgs, base, limits, count_tokens=words)
+    for row in rows:
+        t = base.target
+        if t is not None and base.limit:
+            t = min(row.limit, round(t * row.limit / base.limit))
+        b = None if budget is None else min(budget, row.limit if t is None else t)
+        s = HistorySettings(row.limit, t, *flags, summary_budget=b)
+        assert row.stats == replay(msgs, s, count_tokens=words).stats, s
+
+
+@settings(max_examples=200, deadline=None)
+@given(
+    st.lists(st.integers(0, 60), max_size=120),
+    st.integers(0, 150),
+    st.one_of(st.none(), st.floats(0, 1)),
+    st.lists(st.integers(0, 200), min_size=1, max_size=4),
+)
+def test_plain_sweep_two_pointer_equals_history(toks, limit, target_ratio, limits):
+    msgs = [Message(f"m{i}", "user", t) for i, t in enumerate(toks)]
+    target = None if target_ratio is None else int(limit * target_ratio)
+    base = HistorySettings(limit, target)
+    for row in sweep_limits(msgs, base, limits):
+        t = None if target is None or not limit else min(row.limit, round(target * row.limit / limit))
+        assert row.stats == replay(msgs, HistorySettings(row.limit, t)).stats
