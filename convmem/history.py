@@ -389,6 +389,8 @@ class History:
 
     def context(self) -> list[Message]:
         """The messages that would be sent now, in order, the summary included. O(kept)."""
+        if self._plain:
+            return list(self._run)  # the base rule keeps bare messages, no head, no summary
         head = self._head
         if self._head_user is not None:
             head = sorted([*head, self._head_user], key=_seq)
@@ -444,11 +446,12 @@ class History:
             )
         step = self._step
         self._step = step + 1
-        item = (step, message)
         if self._plain:
             # The base rule, inlined: append, then drop from the oldest end while over the limit.
+            # The run holds bare messages here: what is kept is always the contiguous steps
+            # ``step - len(run) + 1 .. step``, so a message's step is known from its position.
             run = self._run
-            run.append(item)
+            run.append(message)
             ids.add(message_id)
             peak = total = self._total + message.tokens
             if total <= self._limit:
@@ -456,18 +459,19 @@ class History:
                 self._kept_count += 1
                 return []
             goal = self._goal
+            seq = step + 1 - len(run)  # the step of the oldest kept message
             dropped = []
             out = []
             popleft = run.popleft
             while total > goal and run:
-                old = popleft()
-                m = old[1]
+                m = popleft()
                 tokens = m.tokens
                 total -= tokens
                 ids.discard(m.id)
                 out.append(m.id)
-                dropped.append((old, TOO_BIG if tokens > goal else OVER_LIMIT))
-            self._frontier = dropped[-1][0][0]
+                dropped.append(((seq, m), TOO_BIG if tokens > goal else OVER_LIMIT))
+                seq += 1
+            self._frontier = seq - 1
             self._total = total
             self._kept_count += 1 - len(dropped)
             raw = (step, message_id, TRIGGER_LIMIT, peak, total, dropped, None)
@@ -477,6 +481,7 @@ class History:
             if self._on_compaction is not None:
                 self._on_compaction(_record(*raw))
             return out
+        item = (step, message)
         role = message.role
         peak = self._total + message.tokens  # the total with it appended, before any drop
         dropped: list[tuple[_Item, str]] | None = None

@@ -327,5 +327,5 @@ def test_plain_sweep_two_pointer_equals_history(toks, limit, target_ratio, limit
     target = None if target_ratio is None else int(limit * target_ratio)
     base = HistorySettings(limit, target)
     for row in sweep_limits(msgs, base, limits):
-        t = None if target is None or not limit else min(row.limit, round(target * row.limit / limit))
+        t = target if target is None or not limit else min(row.limit, round(target * row.limit / limit))
         assert row.stats == replay(msgs, HistorySettings(row.limit, t)).stats
