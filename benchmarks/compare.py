@@ -499,11 +499,10 @@ def section_parsing(t: Table, n: int, repeat: int) -> None:
         t.row("load_conversations", n, None, n, note="not available")
         return
     lines = []
-    for i in range(n):
-        conv = f"c{i // 20}"
-        role = ("user", "assistant")[i % 2]
-        lines.append(json.dumps({"conversation_id": conv, "id": f"m{i}", "role": role,
-                                 "content": f"message {i} about order #W{i % 9973}", "tokens": 5 + i % 50}))
+    for c in range(0, n, 20):  # one conversation of 20 messages per line (OpenAI chat shape)
+        msgs = [{"role": ("user", "assistant")[i % 2], "content": f"message {i} about order #W{i % 9973}",
+                 "tokens": 5 + i % 50} for i in range(c, min(n, c + 20))]
+        lines.append(json.dumps({"messages": msgs}))
     data = ("\n".join(lines) + "\n").encode()
 
     def parse():
