@@ -381,7 +381,7 @@ class History:
     @property
     def compactions(self) -> list[Compaction]:
         """The latest compactions (up to ``records``), oldest first. O(records kept)."""
-        return [_record(*raw) for raw in self._records]
+        return [_record(*_expand(raw)) for raw in self._records]
 
     def __len__(self) -> int:
         """How many messages would be sent now, the summary included. O(1)."""
@@ -459,27 +459,27 @@ class History:
                 self._kept_count += 1
                 return []
             goal = self._goal
-            seq = step + 1 - len(run)  # the step of the oldest kept message
-            dropped = []
+            first = step + 1 - len(run)  # the step of the oldest kept message
+            gone = []
             out = []
             popleft = run.popleft
             while total > goal and run:
                 m = popleft()
-                tokens = m.tokens
-                total -= tokens
+                total -= m.tokens
                 ids.discard(m.id)
                 out.append(m.id)
-                dropped.append(((seq, m), TOO_BIG if tokens > goal else OVER_LIMIT))
-                seq += 1
-            self._frontier = seq - 1
+                gone.append(m)
+            self._frontier = first + len(gone) - 1
             self._total = total
-            self._kept_count += 1 - len(dropped)
-            raw = (step, message_id, TRIGGER_LIMIT, peak, total, dropped, None)
+            self._kept_count += 1 - len(gone)
+            # A flat record (one tuple, no per-message pairs): steps are first, first + 1, ...
+            # and each reason follows from the message's tokens and the goal (see _expand).
+            raw = (step, message_id, peak, total, goal, first, *gone)
             self._records.append(raw)
             if self._sink is not None:
-                self._sink(raw)
+                self._sink(_expand(raw))
             if self._on_compaction is not None:
-                self._on_compaction(_record(*raw))
+                self._on_compaction(_record(*_expand(raw)))
             return out
         item = (step, message)
         role = message.role
@@ -757,6 +757,21 @@ class History:
             reason=f"{event.reason}; {why}" if event.reason else why,
             removed_id=summary.id,
         )
+
+
+def _expand(raw: tuple) -> tuple:
+    """A record in the shape ``_finish`` makes; the base path's flat records are unfolded.
+
+    A flat record is ``(step, message_id, total_before, total_after, goal, first_step, *dropped
+    messages)`` (its third field is an int, where the full shape has the trigger, a str).
+    """
+    if raw[2].__class__ is str:
+        return raw
+    step, message_id, peak, total, goal, first = raw[:6]
+    dropped = [
+        ((first + k, m), TOO_BIG if m.tokens > goal else OVER_LIMIT) for k, m in enumerate(raw[6:])
+    ]
+    return (step, message_id, TRIGGER_LIMIT, peak, total, dropped, None)
 
 
 def _seq(item: _Item) -> int:
