@@ -197,10 +197,11 @@ class History:
             message arrives. If the old one was kept only by its pin (messages after it had gone),
             it is dropped then (reason ``pin_moved``), so what is kept stays a suffix plus pins.
         keep_tool_groups: an assistant message that calls tools and the tool results answering it
-            are one unit, dropped together (reason ``tool_group`` for the results). Results join
-            their call by ``tool_call_id`` where it names a known call, otherwise by position (the
-            most recent assistant message). A result whose call is gone, or that answers nothing
-            seen, is dropped on arrival: a tool result is never left without its call.
+            are one unit, dropped together (reason ``tool_group`` for the results). A result with a
+            ``tool_call_id`` joins the kept message that declared that call; a result without one
+            joins by position (the most recent assistant message, if kept). A result whose call is
+            gone, or that answers no kept call, is dropped on arrival: a tool result is never left
+            without its call.
         start_on_user: after a compaction, leading non-system messages are dropped until the first
             non-system message is a user message (a summary does not count as a message here).
         target: compaction cuts the total to at most ``target`` tokens (0 <= target <= limit).
@@ -211,7 +212,10 @@ class History:
             included (see :mod:`convmem.summarizers`).
         summary_budget: tokens reserved for the summary (required with ``summarizer``): compaction
             cuts live messages to ``target - summary_budget``; a summary with more tokens than the
-            budget is rejected (the previous one stays) and reported.
+            budget is rejected (the previous one stays) and reported, and so is a summary whose
+            content is blank (empty or whitespace only) or whose id is the id of a kept message.
+            A summarizer that raises: the compaction is recorded first, then ``add`` raises
+            SummarizerError (see :meth:`add`).
         on_compaction: optional callback receiving each :class:`Compaction` as it happens.
         records: how many of the latest compaction records ``compactions`` keeps (default 1024;
             None keeps all). A long-running agent's memory stays bounded; ``on_compaction`` sees
@@ -224,8 +228,16 @@ class History:
 
     Complexity: ``add`` is amortized O(1) plus the messages it drops (O(d log d) worst case to order
     d dropped ids when tool groups interleave; O(d) otherwise), with every policy on; ``total()`` and
-    ``over_limit`` are O(1); ``messages()`` and ``context()`` are O(kept). Memory is O(kept) plus
-    one entry per tool call id seen when ``keep_tool_groups`` is on.
+    ``over_limit`` are O(1); ``messages()`` and ``context()`` are O(kept); ``compactions`` is
+    O(records kept). Memory is O(kept + records): the kept ids, the call ids of kept assistant
+    messages and their groups only (a group and its call ids go when its call is dropped), never
+    anything per message ever added. With no policy on, a kept message costs one deque slot and one
+    set entry beside the Message itself (docs/performance.md has the measured bytes).
+
+    Ids: the ids of kept messages (and of the summary in place) are unique (SPEC §2); ``add``
+    raises ValueError for a message whose id is kept. An id whose message was dropped may come back.
+    A tool result that names a ``tool_call_id`` joins the kept assistant message that declared it;
+    when no kept message declared it (its call is gone, or never came) it is dropped on arrival.
 
     Raises:
         TypeError: limit, target or summary_budget not an int, summarizer not callable.
