@@ -533,6 +533,9 @@ def load_history(
     Returns:
         The distinct messages in conversation order (first occurrence of each id kept).
 
+    Complexity: O(messages + pages) time plus the calls retries make; O(messages + distinct
+    cursors) memory, one small record per call. When nothing fails, tenacity is never entered.
+
     Raises:
         PageLoadError: a call kept failing with a retryable error (``attempts`` used up, or the next
             sleep would pass ``deadline``). Carries ``cursor``, ``attempts``, ``loaded`` (the

@@ -183,6 +183,9 @@ class LLMSummarizer:
         count_tokens: ``text -> tokens`` for the reply (default: convmem's default counter).
         role, id_prefix: as in :class:`ExtractiveSummarizer`.
 
+    Cost per call: one ``complete`` call on a prompt of O(previous summary + dropped messages)
+    characters, and one token count of the reply.
+
     >>> s = LLMSummarizer(lambda prompt: "User wants a refund.", max_tokens=50,
     ...                   count_tokens=lambda t: len(t.split()))
     >>> s(None, [Message("u1", "user", 9, content="refund please")]).content
