@@ -436,7 +436,7 @@ def counter_pass(convs: list[list[str]]) -> int:
 def section_eviction(t: Table, mention_sizes: list[int], repeat: int) -> None:
     t.section("4. Eviction (ns per mention)")
     for m in mention_sizes:
-        for distinct_label, distinct in (("5,000 ids", 5000), ("all unique", m)):
+        for distinct_label, distinct in (("5,000 ids", 5000), ("pool of m ids", m)):
             convs = make_conversations(m, distinct=distinct)
             r = repeat if m < 10**7 else max(2, repeat // 2)
             total_distinct = set_pass(convs)

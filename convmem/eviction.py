@@ -21,7 +21,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
-from itertools import repeat
+from itertools import chain, islice, repeat
 
 __all__ = [
     "evict_conversations",
@@ -30,24 +30,6 @@ __all__ = [
     "explain_eviction",
     "EvictionStep",
 ]
-
-
-def _check_conversations(conversations: object) -> Sequence[Sequence[str]]:
-    if isinstance(conversations, (str, bytes)) or not isinstance(conversations, Sequence):
-        raise TypeError(
-            f"conversations must be a list of lists of listing ids, got {type(conversations).__name__}: "
-            f"{conversations!r:.80}"
-        )
-    for i, conv in enumerate(conversations):
-        cls = conv.__class__
-        if cls is list or cls is tuple:
-            continue  # the common shapes, checked without the (slow) ABC test
-        if isinstance(conv, (str, bytes)) or not isinstance(conv, Sequence):
-            raise TypeError(
-                f"conversations[{i}] must be a list of listing ids (str), got "
-                f"{type(conv).__name__}: {conv!r:.80}"
-            )
-    return conversations
 
 
 def _check_id(i: int, j: int, listing: object) -> None:
@@ -63,12 +45,38 @@ def _check_cap(max_listings: object) -> int:
     return max_listings
 
 
+def _check_outer(conversations: object) -> Sequence[Sequence[str]]:
+    """O(1): the outer value is a sequence (each conversation is checked when it is read)."""
+    if conversations.__class__ is list or conversations.__class__ is tuple:
+        return conversations  # type: ignore[return-value]
+    if isinstance(conversations, (str, bytes)) or not isinstance(conversations, Sequence):
+        raise TypeError(
+            f"conversations must be a list of lists of listing ids, got {type(conversations).__name__}: "
+            f"{conversations!r:.80}"
+        )
+    return conversations
+
+
+def _check_one(i: int, conv: object) -> None:
+    if isinstance(conv, (str, bytes)) or not isinstance(conv, Sequence):
+        raise TypeError(
+            f"conversations[{i}] must be a list of listing ids (str), got "
+            f"{type(conv).__name__}: {conv!r:.80}"
+        )
+
+
 def _all_str(ids: set) -> bool:
-    """True when every id is exactly a str (one O(distinct) pass; subclasses take the slow path)."""
-    for x in ids:
-        if x.__class__ is not str:
-            return False
-    return True
+    """True when every id is a str: ``str.join`` checks each item in C, in chunks so the joined
+    text stays small (O(distinct) time, O(chunk) extra memory)."""
+    it = iter(ids)
+    join = "".join
+    try:
+        while join(islice(it, 4096)):
+            pass
+    except TypeError:
+        return False
+    # join stops early only on an empty chunk of non-empty strings: make sure the rest is empty
+    return all(isinstance(x, str) for x in it)
 
 
 def _check_read(conversations: Sequence[Sequence[str]], first: int) -> None:
@@ -95,7 +103,10 @@ def _scan(conversations: Sequence[Sequence[str]], cap: int | None) -> tuple[int,
     count = 0
     try:
         for i in range(n - 1, -1, -1):
-            update(conversations[i])
+            conv = conversations[i]
+            if conv.__class__ is not list and conv.__class__ is not tuple:
+                _check_one(i, conv)
+            update(conv)
             size = len(seen)
             if curve is not None:
                 curve[i] = size
@@ -108,7 +119,7 @@ def _scan(conversations: Sequence[Sequence[str]], cap: int | None) -> tuple[int,
     except TypeError:  # an unhashable id: name it
         _check_read(conversations, 0)
         raise
-    if not _all_str(seen):
+    if seen and not _all_str(seen):
         _check_read(conversations, max(start - 1, 0))
     return start, count, curve
 
@@ -118,9 +129,8 @@ def kept_from(conversations: Sequence[Sequence[str]], max_listings: int) -> int:
 
     The kept conversations are ``conversations[kept_from(...):]``. One scan from the newest end, a
     whole conversation at a time (C-level set updates), that stops at the conversation that passes
-    the cap: O(mentions kept + that one conversation + number of conversations) time (the last term
-    only for validating the outer list), O(max_listings + one conversation) extra memory. Older
-    conversations are never read.
+    the cap: O(mentions kept + that one conversation) time, O(max_listings + one conversation)
+    extra memory. Older conversations are never read (nor type-checked).
 
     Raises:
         TypeError: conversations is not a list of lists, an id the scan read (in the kept
@@ -132,7 +142,7 @@ def kept_from(conversations: Sequence[Sequence[str]], max_listings: int) -> int:
     >>> kept_from([["a", "b", "c"]], 2)
     1
     """
-    conversations = _check_conversations(conversations)
+    conversations = _check_outer(conversations)
     cap = _check_cap(max_listings)
     return _scan(conversations, cap)[0]
 
@@ -148,10 +158,11 @@ def evict_conversations(conversations: Sequence[Sequence[str]], max_listings: in
     Returns:
         The distinct ids of the kept conversations, each once, in first-appearance order.
 
-    Complexity: O(mentions kept) plus the validation of the outer list: the newest-first scan of
-    :func:`kept_from`, then an oldest-first pass over the kept conversations for the order, which
-    stops as soon as every distinct kept id has been placed (often long before the end when ids
-    repeat). Ids in conversations older than the one that passes the cap are never read.
+    Complexity: O(mentions kept + the conversation that passes the cap): the newest-first scan of
+    :func:`kept_from`, an O(distinct) type check, then an oldest-first pass over the kept
+    conversations for the order, which stops as soon as every distinct kept id has been placed
+    (often long before the end when ids repeat). Conversations older than the one that passes the
+    cap are never read, not even to check their type.
 
     Raises:
         TypeError, ValueError: as :func:`kept_from`.
@@ -161,16 +172,18 @@ def evict_conversations(conversations: Sequence[Sequence[str]], max_listings: in
     >>> evict_conversations([], 5), evict_conversations([["a", "b", "c"]], 2)
     ([], [])
     """
-    conversations = _check_conversations(conversations)
+    conversations = _check_outer(conversations)
     cap = _check_cap(max_listings)
     start, distinct, _ = _scan(conversations, cap)
     remaining: dict[str, None] = {}
     update = remaining.update
-    if distinct:
-        for i in range(start, len(conversations)):
-            update(zip(conversations[i], repeat(None)))
-            if len(remaining) == distinct:
-                break
+    # Oldest first, in chunks of conversations that double in size (C-level dict updates), until
+    # every distinct kept id has its place: at most twice the mentions that were needed.
+    i, n, size = start, len(conversations), 8
+    while i < n and len(remaining) < distinct:
+        update(zip(chain.from_iterable(conversations[i : i + size]), repeat(None)))
+        i += size
+        size *= 2
     return list(remaining)
 
 
@@ -190,7 +203,7 @@ def eviction_curve(conversations: Sequence[Sequence[str]]) -> list[int]:
     >>> eviction_curve([])
     [0]
     """
-    conversations = _check_conversations(conversations)
+    conversations = _check_outer(conversations)
     curve = _scan(conversations, None)[2]
     assert curve is not None
     return curve
