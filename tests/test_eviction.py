@@ -138,6 +138,9 @@ def test_every_id_the_scan_reads_is_checked_and_named():
         eviction_curve([[3], ["a", ["no"]]])
     # older than the conversation that passes the cap: never read, never reported
     assert evict_conversations([[None], ["x", "y"], ["a"]], 2) == ["a"]
+    assert evict_conversations(["not a list", ["x", "y"], ["a"]], 2) == ["a"]
+    with pytest.raises(TypeError, match=r"conversations\[0\] must be a list of listing ids"):
+        eviction_curve(["not a list", ["a"]])
     # str subclasses are str
     class Tag(str):
         pass
