@@ -21,6 +21,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
+from itertools import chain, islice, repeat
 
 __all__ = [
     "evict_conversations",
@@ -31,44 +32,109 @@ __all__ = [
 ]
 
 
-def _check_conversations(conversations: object) -> Sequence[Sequence[str]]:
-    if isinstance(conversations, (str, bytes)) or not isinstance(conversations, Sequence):
-        raise TypeError(
-            f"conversations must be a list of lists of listing ids, got {type(conversations).__name__}: "
-            f"{conversations!r:.80}"
-        )
-    for i, conv in enumerate(conversations):
-        if isinstance(conv, (str, bytes)) or not isinstance(conv, Sequence):
-            raise TypeError(
-                f"conversations[{i}] must be a list of listing ids (str), got "
-                f"{type(conv).__name__}: {conv!r:.80}"
-            )
-    return conversations
-
-
 def _check_id(i: int, j: int, listing: object) -> None:
     if not isinstance(listing, str):
-        raise TypeError(f"conversations[{i}][{j}] must be a listing id (str), got {listing!r}")
+        raise TypeError(f"conversations[{i}][{j}] must be a listing id (str), got {listing!r:.80}")
 
 
 def _check_cap(max_listings: object) -> int:
     if isinstance(max_listings, bool) or not isinstance(max_listings, int):
-        raise TypeError(f"max_listings must be an int (not bool), got {max_listings!r}")
+        raise TypeError(f"max_listings must be an int (not bool), got {max_listings!r:.80}")
     if max_listings < 0:
         raise ValueError(f"max_listings must be a non-negative int, got {max_listings!r}")
     return max_listings
 
 
+def _check_outer(conversations: object) -> Sequence[Sequence[str]]:
+    """O(1): the outer value is a sequence (each conversation is checked when it is read)."""
+    if conversations.__class__ is list or conversations.__class__ is tuple:
+        return conversations  # type: ignore[return-value]
+    if isinstance(conversations, (str, bytes)) or not isinstance(conversations, Sequence):
+        raise TypeError(
+            f"conversations must be a list of lists of listing ids, got {type(conversations).__name__}: "
+            f"{conversations!r:.80}"
+        )
+    return conversations
+
+
+def _check_one(i: int, conv: object) -> None:
+    if isinstance(conv, (str, bytes)) or not isinstance(conv, Sequence):
+        raise TypeError(
+            f"conversations[{i}] must be a list of listing ids (str), got "
+            f"{type(conv).__name__}: {conv!r:.80}"
+        )
+
+
+def _all_str(ids: set) -> bool:
+    """True when every id is a str: ``str.join`` checks each item in C, in chunks so the joined
+    text stays small (O(distinct) time, O(chunk) extra memory)."""
+    it = iter(ids)
+    join = "".join
+    try:
+        while join(islice(it, 4096)):
+            pass
+    except TypeError:
+        return False
+    # join stops early only on an empty chunk of non-empty strings: make sure the rest is empty
+    return all(isinstance(x, str) for x in it)
+
+
+def _check_read(conversations: Sequence[Sequence[str]], first: int) -> None:
+    """TypeError naming the first id that is not a str, reading as the scans do: newest first."""
+    for i in range(len(conversations) - 1, first - 1, -1):
+        for j, listing in enumerate(conversations[i]):
+            _check_id(i, j, listing)
+
+
+def _scan(conversations: Sequence[Sequence[str]], cap: int | None) -> tuple[int, int, list[int] | None]:
+    """The newest-first scan behind kept_from and eviction_curve: C-level set updates.
+
+    Adds whole conversations, newest first, to one set. With a ``cap`` it stops at the first
+    conversation ``i`` that takes the count past the cap and returns ``(i + 1, distinct before it,
+    None)``; without, it returns ``(0, distinct, curve)``. Every id of every conversation it read is
+    checked to be a str, after the scan, over the distinct ids only (O(distinct)); on a problem the
+    scan is redone id by id to name the first bad one.
+    """
+    n = len(conversations)
+    seen: set[str] = set()
+    update = seen.update
+    curve = [0] * (n + 1) if cap is None else None
+    start = 0
+    count = 0
+    try:
+        for i in range(n - 1, -1, -1):
+            conv = conversations[i]
+            if conv.__class__ is not list and conv.__class__ is not tuple:
+                _check_one(i, conv)
+            update(conv)
+            size = len(seen)
+            if curve is not None:
+                curve[i] = size
+            elif size > cap:
+                start = i + 1
+                break
+            count = size
+        else:
+            count = len(seen)
+    except TypeError:  # an unhashable id: name it
+        _check_read(conversations, 0)
+        raise
+    if seen and not _all_str(seen):
+        _check_read(conversations, max(start - 1, 0))
+    return start, count, curve
+
+
 def kept_from(conversations: Sequence[Sequence[str]], max_listings: int) -> int:
     """How many of the oldest conversations :func:`evict_conversations` drops.
 
-    The kept conversations are ``conversations[kept_from(...):]``. One scan from the newest end that
-    stops as soon as the cap is passed: O(mentions kept + max_listings + number of conversations)
-    time (the last term only for validating the outer list), O(max_listings) extra memory.
+    The kept conversations are ``conversations[kept_from(...):]``. One scan from the newest end, a
+    whole conversation at a time (C-level set updates), that stops at the conversation that passes
+    the cap: O(mentions kept + that one conversation) time, O(max_listings + one conversation)
+    extra memory. Older conversations are never read (nor type-checked).
 
     Raises:
-        TypeError: conversations is not a list of lists, a scanned id is not a str, max_listings is
-            not an int.
+        TypeError: conversations is not a list of lists, an id the scan read (in the kept
+            conversations or the one that passes the cap) is not a str, max_listings is not an int.
         ValueError: max_listings is negative.
 
     >>> kept_from([["a"], ["b"], ["c"], ["d"]], 3)
@@ -76,17 +142,9 @@ def kept_from(conversations: Sequence[Sequence[str]], max_listings: int) -> int:
     >>> kept_from([["a", "b", "c"]], 2)
     1
     """
-    conversations = _check_conversations(conversations)
+    conversations = _check_outer(conversations)
     cap = _check_cap(max_listings)
-    seen: set[str] = set()
-    for i in range(len(conversations) - 1, -1, -1):
-        for j, listing in enumerate(conversations[i]):
-            _check_id(i, j, listing)
-            if listing not in seen:
-                seen.add(listing)
-                if len(seen) > cap:
-                    return i + 1
-    return 0
+    return _scan(conversations, cap)[0]
 
 
 def evict_conversations(conversations: Sequence[Sequence[str]], max_listings: int) -> list[str]:
@@ -100,8 +158,11 @@ def evict_conversations(conversations: Sequence[Sequence[str]], max_listings: in
     Returns:
         The distinct ids of the kept conversations, each once, in first-appearance order.
 
-    Complexity: O(mentions kept) plus the validation of the outer list; ids in dropped
-    conversations are never read (so a wrong-typed id there is not reported).
+    Complexity: O(mentions kept + the conversation that passes the cap): the newest-first scan of
+    :func:`kept_from`, an O(distinct) type check, then an oldest-first pass over the kept
+    conversations for the order, which stops as soon as every distinct kept id has been placed
+    (often long before the end when ids repeat). Conversations older than the one that passes the
+    cap are never read, not even to check their type.
 
     Raises:
         TypeError, ValueError: as :func:`kept_from`.
@@ -111,11 +172,18 @@ def evict_conversations(conversations: Sequence[Sequence[str]], max_listings: in
     >>> evict_conversations([], 5), evict_conversations([["a", "b", "c"]], 2)
     ([], [])
     """
-    start = kept_from(conversations, max_listings)
+    conversations = _check_outer(conversations)
+    cap = _check_cap(max_listings)
+    start, distinct, _ = _scan(conversations, cap)
     remaining: dict[str, None] = {}
-    for i in range(start, len(conversations)):
-        for listing in conversations[i]:
-            remaining[listing] = None
+    update = remaining.update
+    # Oldest first, in chunks of conversations that double in size (C-level dict updates), until
+    # every distinct kept id has its place: at most twice the mentions that were needed.
+    i, n, size = start, len(conversations), 8
+    while i < n and len(remaining) < distinct:
+        update(zip(chain.from_iterable(conversations[i : i + size]), repeat(None)))
+        i += size
+        size *= 2
     return list(remaining)
 
 
@@ -123,8 +191,9 @@ def eviction_curve(conversations: Sequence[Sequence[str]]) -> list[int]:
     """Distinct ids left after dropping the k oldest conversations, for every k from 0 to n.
 
     ``curve[k]`` is non-increasing in k, ``curve[n] == 0``, and the kept count for a cap c is the
-    smallest k with ``curve[k] <= c``. One pass from the newest end: O(all mentions) time,
-    O(distinct ids) memory.
+    smallest k with ``curve[k] <= c``. One pass from the newest end, a whole conversation at a time
+    (C-level set updates), then an O(distinct) type check: O(all mentions) time, O(distinct ids)
+    memory.
 
     Raises:
         TypeError: conversations is not a list of lists of str.
@@ -134,15 +203,9 @@ def eviction_curve(conversations: Sequence[Sequence[str]]) -> list[int]:
     >>> eviction_curve([])
     [0]
     """
-    conversations = _check_conversations(conversations)
-    n = len(conversations)
-    curve = [0] * (n + 1)
-    seen: set[str] = set()
-    for i in range(n - 1, -1, -1):
-        for j, listing in enumerate(conversations[i]):
-            _check_id(i, j, listing)
-            seen.add(listing)
-        curve[i] = len(seen)
+    conversations = _check_outer(conversations)
+    curve = _scan(conversations, None)[2]
+    assert curve is not None
     return curve
 
 

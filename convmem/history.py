@@ -197,10 +197,11 @@ class History:
             message arrives. If the old one was kept only by its pin (messages after it had gone),
             it is dropped then (reason ``pin_moved``), so what is kept stays a suffix plus pins.
         keep_tool_groups: an assistant message that calls tools and the tool results answering it
-            are one unit, dropped together (reason ``tool_group`` for the results). Results join
-            their call by ``tool_call_id`` where it names a known call, otherwise by position (the
-            most recent assistant message). A result whose call is gone, or that answers nothing
-            seen, is dropped on arrival: a tool result is never left without its call.
+            are one unit, dropped together (reason ``tool_group`` for the results). A result with a
+            ``tool_call_id`` joins the kept message that declared that call; a result without one
+            joins by position (the most recent assistant message, if kept). A result whose call is
+            gone, or that answers no kept call, is dropped on arrival: a tool result is never left
+            without its call.
         start_on_user: after a compaction, leading non-system messages are dropped until the first
             non-system message is a user message (a summary does not count as a message here).
         target: compaction cuts the total to at most ``target`` tokens (0 <= target <= limit).
@@ -211,7 +212,10 @@ class History:
             included (see :mod:`convmem.summarizers`).
         summary_budget: tokens reserved for the summary (required with ``summarizer``): compaction
             cuts live messages to ``target - summary_budget``; a summary with more tokens than the
-            budget is rejected (the previous one stays) and reported.
+            budget is rejected (the previous one stays) and reported, and so is a summary whose
+            content is blank (empty or whitespace only) or whose id is the id of a kept message.
+            A summarizer that raises: the compaction is recorded first, then ``add`` raises
+            SummarizerError (see :meth:`add`).
         on_compaction: optional callback receiving each :class:`Compaction` as it happens.
         records: how many of the latest compaction records ``compactions`` keeps (default 1024;
             None keeps all). A long-running agent's memory stays bounded; ``on_compaction`` sees
@@ -224,8 +228,16 @@ class History:
 
     Complexity: ``add`` is amortized O(1) plus the messages it drops (O(d log d) worst case to order
     d dropped ids when tool groups interleave; O(d) otherwise), with every policy on; ``total()`` and
-    ``over_limit`` are O(1); ``messages()`` and ``context()`` are O(kept). Memory is O(kept) plus
-    one entry per tool call id seen when ``keep_tool_groups`` is on.
+    ``over_limit`` are O(1); ``messages()`` and ``context()`` are O(kept); ``compactions`` is
+    O(records kept). Memory is O(kept + records): the kept ids, the call ids of kept assistant
+    messages and their groups only (a group and its call ids go when its call is dropped), never
+    anything per message ever added. With no policy on, a kept message costs one deque slot and one
+    set entry beside the Message itself (docs/performance.md has the measured bytes).
+
+    Ids: the ids of kept messages (and of the summary in place) are unique (SPEC §2); ``add``
+    raises ValueError for a message whose id is kept. An id whose message was dropped may come back.
+    A tool result that names a ``tool_call_id`` joins the kept assistant message that declared it;
+    when no kept message declared it (its call is gone, or never came) it is dropped on arrival.
 
     Raises:
         TypeError: limit, target or summary_budget not an int, summarizer not callable.
@@ -262,6 +274,8 @@ class History:
         "_dead",
         "_group_of",
         "_sink",
+        "_ids",
+        "_plain",
     )
 
     def __init__(
@@ -334,6 +348,11 @@ class History:
         self._records: deque[tuple] = deque(maxlen=records)
         self._kept_count = 0
         self._sink: Callable[[tuple], object] | None = None  # see _attach_sink
+        self._ids: set[str] = set()  # ids of the kept messages (not the summary): unique (SPEC §2)
+        # No policy on: add takes the base path (the seed's rule, inlined).
+        self._plain = not (
+            pin_system or pin_latest_user or keep_tool_groups or start_on_user or summarizer
+        )
 
     # ------------------------------------------------------------------ reading
 
@@ -374,7 +393,7 @@ class History:
     @property
     def compactions(self) -> list[Compaction]:
         """The latest compactions (up to ``records``), oldest first. O(records kept)."""
-        return [_record(*raw) for raw in self._records]
+        return [_record(*_expand(raw)) for raw in self._records]
 
     def __len__(self) -> int:
         """How many messages would be sent now, the summary included. O(1)."""
@@ -382,6 +401,8 @@ class History:
 
     def context(self) -> list[Message]:
         """The messages that would be sent now, in order, the summary included. O(kept)."""
+        if self._plain:
+            return list(self._run)  # the base rule keeps bare messages, no head, no summary
         head = self._head
         if self._head_user is not None:
             head = sorted([*head, self._head_user], key=_seq)
@@ -410,14 +431,68 @@ class History:
     def add(self, message: Message) -> list[str]:
         """Append ``message``, compact if needed, and return the dropped ids, oldest first.
 
-        Amortized O(1) plus the messages dropped. Raises TypeError when ``message`` is not a
-        :class:`Message`. A summarizer's own errors propagate out of ``add``; the drops of that
-        add stand (the messages are gone from the context) but no summary and no record are made.
+        Amortized O(1) plus the messages dropped (O(d log d) to order d drops when tool groups
+        interleave).
+
+        Raises:
+            TypeError: ``message`` is not a :class:`Message`.
+            ValueError: ``message.id`` is the id of a kept message or of the summary in place (ids
+                are unique, SPEC §2). Only *kept* ids are checked: an id whose message was dropped
+                may come back (memory stays bounded by what is kept). Nothing changes on a raise.
+            SummarizerError: the summarizer raised or returned something that is not a Message.
+                The drops of that add stand (the messages are gone from the context) and the
+                compaction is recorded first (in ``compactions`` and sent to ``on_compaction``)
+                with a rejected summary outcome naming the failure; the error then carries that
+                record as ``.compaction`` and the original error as ``__cause__``
+                (docs/decisions.md, History rule 7).
         """
-        if not isinstance(message, Message):
+        if message.__class__ is not Message and not isinstance(message, Message):
             raise TypeError(f"History.add message must be a Message, got {message!r}")
+        message_id = message.id
+        ids = self._ids
+        if message_id in ids or (self._summary is not None and self._summary.id == message_id):
+            raise ValueError(
+                f"History.add message id {message_id!r} is already "
+                f"{'kept' if message_id in ids else 'the id of the summary in place'}; ids must be "
+                f"unique among the messages kept (SPEC §2)"
+            )
         step = self._step
         self._step = step + 1
+        if self._plain:
+            # The base rule, inlined: append, then drop from the oldest end while over the limit.
+            # The run holds bare messages here: what is kept is always the contiguous steps
+            # ``step - len(run) + 1 .. step``, so a message's step is known from its position.
+            run = self._run
+            run.append(message)
+            ids.add(message_id)
+            peak = total = self._total + message.tokens
+            if total <= self._limit:
+                self._total = total
+                self._kept_count += 1
+                return []
+            goal = self._goal
+            first = step + 1 - len(run)  # the step of the oldest kept message
+            gone = []
+            out = []
+            popleft = run.popleft
+            while total > goal and run:
+                m = popleft()
+                total -= m.tokens
+                ids.discard(m.id)
+                out.append(m.id)
+                gone.append(m)
+            self._frontier = first + len(gone) - 1
+            self._total = total
+            self._kept_count += 1 - len(gone)
+            # A flat record (one tuple, no per-message pairs): steps are first, first + 1, ...
+            # and each reason follows from the message's tokens and the goal (see _expand).
+            raw = (step, message_id, peak, total, goal, first, *gone)
+            self._records.append(raw)
+            if self._sink is not None:
+                self._sink(_expand(raw))
+            if self._on_compaction is not None:
+                self._on_compaction(_record(*_expand(raw)))
+            return out
         item = (step, message)
         role = message.role
         peak = self._total + message.tokens  # the total with it appended, before any drop
@@ -433,6 +508,7 @@ class History:
                     self._head_user = None
                     self._total -= old[1].tokens
                     self._kept_count -= 1
+                    ids.discard(old[1].id)
                     dropped = [(old, PIN_MOVED)]
                     trigger = TRIGGER_PIN_MOVED
                 elif self._head_user is old:
@@ -451,8 +527,11 @@ class History:
             else:
                 group = None
                 if message.tool_call_id is not None:
+                    # By id: the kept message that declared it (the latest declaration); an id
+                    # that no kept message declared (its call is gone, or it never came) has no
+                    # group, so the result is refused below.
                     group = self._groups.get(message.tool_call_id)
-                if group is None:
+                else:
                     # By position: the most recent assistant message, if it is still kept (an
                     # assistant message is only ever dropped from the oldest end).
                     last = self._last_assistant
@@ -466,6 +545,7 @@ class History:
                 group.results.append(item)
 
         self._run.append(item)
+        ids.add(message_id)
         total = self._total = self._total + message.tokens
         self._kept_count += 1
         if total > self._limit:
@@ -561,13 +641,21 @@ class History:
     def _drop_unit(self, item: _Item, reason: str, dropped: list[tuple[_Item, str]]) -> None:
         """Drop ``item`` from the oldest end, with its tool results when it heads a tool group."""
         seq = item[0]
+        m = item[1]
         self._frontier = seq
-        self._total -= item[1].tokens
+        self._total -= m.tokens
         self._kept_count -= 1
+        self._ids.discard(m.id)
         dropped.append((item, reason))
         if self._group_of:
             group = self._group_of.pop(seq, None)
             if group is not None:
+                # The group leaves with its call: forget its call ids (unless a newer kept message
+                # declared the same id) and its results, so nothing outlives what is kept.
+                groups = self._groups
+                for call_id in m.tool_call_ids:
+                    if groups.get(call_id) is group:
+                        del groups[call_id]
                 group.dead = True
                 dead = self._dead
                 for r in group.results:
@@ -575,7 +663,9 @@ class History:
                         dead.add(r[0])
                         self._total -= r[1].tokens
                         self._kept_count -= 1
+                        self._ids.discard(r[1].id)
                         dropped.append((r, TOOL_GROUP))
+                group.results = []
 
     def _finish(
         self,
@@ -634,7 +724,12 @@ class History:
             raise TypeError(f"History summarizer must return a Message, got {new!r}")
         previous_tokens = previous.tokens if previous is not None else 0
         reason = None
-        if new.tokens > self._budget:
+        if new.content is not None and not new.content.strip():
+            # A summary that says nothing would replace real context and report success.
+            reason = f"summary {new.id!r} is blank (its content is empty or whitespace only)"
+        elif new.id in self._ids:
+            reason = f"summary id {new.id!r} is the id of a kept message; ids must be unique (SPEC §2)"
+        elif new.tokens > self._budget:
             reason = f"summary has {new.tokens} tokens, over the summary_budget of {self._budget}"
         elif self._total - previous_tokens + new.tokens > self._limit:
             reason = (
@@ -674,6 +769,21 @@ class History:
             reason=f"{event.reason}; {why}" if event.reason else why,
             removed_id=summary.id,
         )
+
+
+def _expand(raw: tuple) -> tuple:
+    """A record in the shape ``_finish`` makes; the base path's flat records are unfolded.
+
+    A flat record is ``(step, message_id, total_before, total_after, goal, first_step, *dropped
+    messages)`` (its third field is an int, where the full shape has the trigger, a str).
+    """
+    if raw[2].__class__ is str:
+        return raw
+    step, message_id, peak, total, goal, first = raw[:6]
+    dropped = [
+        ((first + k, m), TOO_BIG if m.tokens > goal else OVER_LIMIT) for k, m in enumerate(raw[6:])
+    ]
+    return (step, message_id, TRIGGER_LIMIT, peak, total, dropped, None)
 
 
 def _seq(item: _Item) -> int:

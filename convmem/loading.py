@@ -19,7 +19,9 @@ The messages of the page that triggers the stop are kept (de-duplicated as alway
 de-duplicated by id, first occurrence kept, also within one page.
 
 Retries wrap the single call, never the walk: a failed call is retried with the same cursor by a
-``tenacity.Retrying``, so a retried page is never added twice. Only :class:`~convmem.TransientError`
+``tenacity.Retrying``, so a retried page is never added twice. The first attempt of each call is
+made directly; tenacity is entered only when it fails with a retryable error, and is handed that
+failure, so its decisions, sleeps and random draws are the same as if it had made the call. Only :class:`~convmem.TransientError`
 and the types in ``retry_on`` are retried; any other exception propagates at once, unretried, and
 nothing sleeps. Backoff is exponential with full jitter: the delay before the retry that follows the
 ``k``-th failure of a call (``k = 0, 1, ...``) is ``random() * min(max_delay, base_delay * 2**k)``,
@@ -43,13 +45,16 @@ Time, in seconds, is read from the injected ``clock`` and spent through the inje
 ('empty_page', 3, [None, 'c1', 'c2'])
 
 Complexity: O(messages + pages) time (plus the calls the retries make) and O(messages + distinct
-cursors) memory; the report keeps one small record per call, at most ``attempts`` per page.
+cursors) memory; the report keeps one small record per call, at most ``attempts`` per page. Errors
+describe foreign objects (a bad return value, a cursor, an error's text) in at most
+:data:`DESCRIBE_LIMIT` characters, in time independent of their size.
 """
 
 from __future__ import annotations
 
 import math
 import random as _random
+import reprlib
 import time
 from collections.abc import Callable, Hashable, Sequence
 from dataclasses import asdict, dataclass
@@ -64,6 +69,7 @@ from .message import Message
 
 __all__ = [
     "CallRecord",
+    "DESCRIBE_LIMIT",
     "FAILURE_ATTEMPTS",
     "FAILURE_DEADLINE",
     "FAILURE_ERROR",
@@ -202,6 +208,7 @@ class LoadReport:
 
     __slots__ = (
         "_calls",
+        "_built",
         "_delays",
         "_pages",
         "_transient_failures",
@@ -215,7 +222,10 @@ class LoadReport:
     )
 
     def __init__(self) -> None:
-        self._calls: list[CallRecord] = []
+        # CallRecords, or (when nobody listens to events) the same fields as a plain tuple: a
+        # successful call is recorded cheaply and turned into a CallRecord when first read.
+        self._calls: list[CallRecord | tuple[Any, ...]] = []
+        self._built = 0
         self._delays: list[float] = []
         self._pages = 0
         self._transient_failures = 0
@@ -227,7 +237,19 @@ class LoadReport:
         self._elapsed: float | None = None
         self._started = False
 
-    calls = property(lambda self: tuple(self._calls), doc="Every call, in order (CallRecord).")
+    def _records(self) -> list[CallRecord]:
+        """The calls as CallRecords; builds those recorded as tuples once, in place."""
+        calls = self._calls
+        for i in range(self._built, len(calls)):
+            record = calls[i]
+            if record.__class__ is tuple:
+                calls[i] = CallRecord(*record)
+        self._built = len(calls)
+        return calls  # type: ignore[return-value]
+
+    calls = property(
+        lambda self: tuple(self._records()), doc="Every call, in order (CallRecord)."
+    )
     delays = property(lambda self: tuple(self._delays), doc="Every backoff sleep, seconds.")
     pages = property(lambda self: self._pages, doc="Successful calls.")
     retries = property(lambda self: len(self._delays), doc="Calls that retried a failed call.")
@@ -248,7 +270,7 @@ class LoadReport:
 
     def to_rows(self) -> list[dict[str, Any]]:
         """The calls as plain dicts (one per call), ready for ``pandas.DataFrame``. O(calls)."""
-        return [asdict(c) for c in self._calls]
+        return [asdict(c) for c in self._records()]
 
     def summary(self) -> dict[str, Any]:
         """The counters as a plain dict (no per-call data)."""
@@ -284,21 +306,25 @@ def _is_number(value: Any) -> bool:
 
 def _check_seconds(name: str, value: Any) -> None:
     if not _is_number(value):
-        raise TypeError(f"{name} must be a number of seconds (int or float), got {value!r}")
+        raise TypeError(
+            f"{name} must be a number of seconds (int or float), got {_bounded_repr(value)}"
+        )
     if not math.isfinite(value) or value < 0:
-        raise ValueError(f"{name} must be a finite number of seconds >= 0, got {value!r}")
+        raise ValueError(
+            f"{name} must be a finite number of seconds >= 0, got {_bounded_repr(value)}"
+        )
 
 
 def _check_count(name: str, value: Any) -> None:
     if isinstance(value, bool) or not isinstance(value, int):
-        raise TypeError(f"{name} must be an int, got {value!r}")
+        raise TypeError(f"{name} must be an int, got {_bounded_repr(value)}")
     if value < 1:
-        raise ValueError(f"{name} must be >= 1, got {value!r}")
+        raise ValueError(f"{name} must be >= 1, got {_bounded_repr(value)}")
 
 
 def _check_callable(name: str, value: Any) -> None:
     if not callable(value):
-        raise TypeError(f"{name} must be callable, got {value!r}")
+        raise TypeError(f"{name} must be callable, got {_bounded_repr(value)}")
 
 
 def _as_random(source: Any) -> Callable[[], float]:
@@ -310,41 +336,100 @@ def _as_random(source: Any) -> Callable[[], float]:
         return method
     raise TypeError(
         f"random must be a callable returning a float in [0, 1) (like random.random) or an object "
-        f"with a .random() method (like random.Random(seed)), got {source!r}"
+        f"with a .random() method (like random.Random(seed)), got {_bounded_repr(source)}"
     )
 
 
+#: The longest description of a foreign object (an error, a cursor, a bad return value) that goes
+#: into an error message or a report, in characters (issue 9: bounded in size and time).
+DESCRIBE_LIMIT = 300
+
+_repr = reprlib.Repr()
+_repr.maxstring = DESCRIBE_LIMIT // 2
+_repr.maxother = DESCRIBE_LIMIT // 2
+_repr.maxlist = _repr.maxtuple = _repr.maxdict = _repr.maxset = 4
+_repr.maxlevel = 3
+
+
+def _clip(text: str) -> str:
+    if len(text) <= DESCRIBE_LIMIT:
+        return text
+    return f"{text[: DESCRIBE_LIMIT - 40]}... ({len(text):,} characters)"
+
+
+def _bounded_repr(value: Any) -> str:
+    """``repr(value)`` in at most DESCRIBE_LIMIT characters, in O(limit) time for containers.
+
+    ``reprlib`` shows the first few items of a list/tuple/dict/set (and the nesting to depth 3), so
+    a 10^6-item list costs as much as a 4-item one (its length is named); a ``__repr__`` that
+    raises gives a placeholder.
+    """
+    try:
+        text = _repr.repr(value)
+    except Exception:
+        text = f"<{type(value).__name__} object (repr failed)>"
+    if len(text) > DESCRIBE_LIMIT - 40:
+        text = f"{text[: DESCRIBE_LIMIT - 80]}..."
+    if isinstance(value, (list, tuple, dict, set, frozenset)) and len(value) > _repr.maxlist:
+        text = f"{text} ({type(value).__name__} of {len(value):,} items)"
+    return _clip(text)
+
+
 def _describe(exc: BaseException) -> str:
-    text = str(exc)
-    return f"{type(exc).__name__}: {text}" if text else type(exc).__name__
+    """``"TypeName: message"`` of an error, bounded, and safe when its ``__str__`` raises."""
+    name = type(exc).__name__
+    try:
+        text = str(exc)
+    except Exception:
+        return f"{name}: <str() of the error raised>"
+    return _clip(f"{name}: {text}") if text else name
 
 
-def _check_page(result: Any, cursor: Any) -> tuple[Sequence[Message], Hashable]:
-    """Validate what fetch_page returned; a malformed page is a store bug, never transient."""
+def _check_page(result: Any, cursor: Any) -> tuple[Sequence[Message], Hashable, bool]:
+    """Validate what fetch_page returned; a malformed page is a store bug, never transient.
+
+    Returns ``(page, next_cursor, items_checked)``. The common shape (a 2-tuple holding a list or
+    tuple, and a str, int or None cursor) is accepted at once with ``items_checked=False``: the
+    caller then checks each item's class as it reads it (and calls :func:`_check_items` on the first
+    one that is not exactly a Message). Anything else is checked item by item here, and every
+    problem is named (the cursor, the position, a bounded description of what came back).
+    """
+    if result.__class__ is tuple and len(result) == 2:
+        page, next_cursor = result
+        if (page.__class__ is list or page.__class__ is tuple) and (
+            next_cursor is None or next_cursor.__class__ is str or next_cursor.__class__ is int
+        ):
+            return page, next_cursor, False
     if not isinstance(result, tuple) or len(result) != 2:
         raise TypeError(
-            f"fetch_page({cursor!r}) must return a 2-tuple (list of Message, next cursor or None), "
-            f"got {result!r}"
+            f"fetch_page({_bounded_repr(cursor)}) must return a 2-tuple (list of Message, next "
+            f"cursor or None), got {_bounded_repr(result)}"
         )
     page, next_cursor = result
     if not isinstance(page, Sequence) or isinstance(page, (str, bytes)):
         raise TypeError(
-            f"fetch_page({cursor!r}) returned a page that is not a list of Message: {page!r}"
+            f"fetch_page({_bounded_repr(cursor)}) returned a page that is not a list of Message: "
+            f"{_bounded_repr(page)}"
         )
-    for position, item in enumerate(page):
-        if not isinstance(item, Message):
-            raise TypeError(
-                f"fetch_page({cursor!r}) returned a page whose item {position} is not a Message: "
-                f"{item!r}"
-            )
+    _check_items(page, cursor)
     try:
         hash(next_cursor)
     except TypeError:
         raise TypeError(
-            f"fetch_page({cursor!r}) returned an unhashable next cursor {next_cursor!r}; cursors "
-            f"must be hashable (str, int, tuple, ...)"
+            f"fetch_page({_bounded_repr(cursor)}) returned an unhashable next cursor "
+            f"{_bounded_repr(next_cursor)}; cursors must be hashable (str, int, tuple, ...)"
         ) from None
-    return page, next_cursor
+    return page, next_cursor, True
+
+
+def _check_items(page: Sequence[Any], cursor: Any) -> None:
+    """TypeError naming the first item of ``page`` that is not a Message (subclasses are fine)."""
+    for position, item in enumerate(page):
+        if not isinstance(item, Message):
+            raise TypeError(
+                f"fetch_page({_bounded_repr(cursor)}) returned a page whose item {position} is "
+                f"not a Message: {_bounded_repr(item)}"
+            )
 
 
 # -- tenacity strategies ---------------------------------------------------------------------------
@@ -369,7 +454,7 @@ class _FullJitter:
         bound = backoff_bound(n - 1, self.base, self.cap)
         r = self.rand()
         if not _is_number(r) or not 0 <= r <= 1:
-            raise ValueError(f"random must return a number in [0, 1], got {r!r}")
+            raise ValueError(f"random must return a number in [0, 1], got {_bounded_repr(r)}")
         return float(r) * bound
 
 
@@ -391,13 +476,15 @@ class _StopBeforeDeadline(stop_base):
 class _Call:
     """Per-call state shared by the attempt function and the tenacity hooks."""
 
-    __slots__ = ("cursor", "attempt", "started_at", "exc")
+    __slots__ = ("cursor", "attempt", "started_at", "exc", "replay")
 
     def __init__(self, cursor: Any) -> None:
         self.cursor = cursor
         self.attempt = 0
         self.started_at = 0.0
         self.exc: BaseException | None = None
+        #: The first attempt failed outside tenacity; its first "attempt" re-raises that failure.
+        self.replay = False
 
 
 # -- the loader ------------------------------------------------------------------------------------
@@ -446,6 +533,9 @@ def load_history(
     Returns:
         The distinct messages in conversation order (first occurrence of each id kept).
 
+    Complexity: O(messages + pages) time plus the calls retries make; O(messages + distinct
+    cursors) memory, one small record per call. When nothing fails, tenacity is never entered.
+
     Raises:
         PageLoadError: a call kept failing with a retryable error (``attempts`` used up, or the next
             sleep would pass ``deadline``). Carries ``cursor``, ``attempts``, ``loaded`` (the
@@ -477,7 +567,7 @@ def load_history(
     _check_callable("fetch_page", fetch_page)
     _check_count("max_pages", max_pages)
     if not isinstance(empty_page_ends, bool):
-        raise TypeError(f"empty_page_ends must be a bool, got {empty_page_ends!r}")
+        raise TypeError(f"empty_page_ends must be a bool, got {_bounded_repr(empty_page_ends)}")
     _check_count("attempts", attempts)
     _check_seconds("base_delay", base_delay)
     _check_seconds("max_delay", max_delay)
@@ -485,13 +575,15 @@ def load_history(
         _check_seconds("deadline", deadline)
     if not isinstance(retry_on, tuple):
         raise TypeError(
-            f"retry_on must be a tuple of exception types, e.g. (TimeoutError,), got {retry_on!r}"
+            f"retry_on must be a tuple of exception types, e.g. (TimeoutError,), got "
+            f"{_bounded_repr(retry_on)}"
         )
     for kind in retry_on:
         if not (isinstance(kind, type) and issubclass(kind, Exception)):
             raise TypeError(
-                f"retry_on must hold exception types (subclasses of Exception), got {kind!r} "
-                f"in {retry_on!r}"
+                f"retry_on must hold exception types (subclasses of Exception), got "
+                f"{_bounded_repr(kind)} "
+                f"in {_bounded_repr(retry_on)}"
             )
     _check_callable("sleep", sleep)
     rand = _as_random(random)
@@ -501,13 +593,13 @@ def load_history(
     if report is None:
         report = LoadReport()
     elif not isinstance(report, LoadReport):
-        raise TypeError(f"report must be a LoadReport or None, got {report!r}")
+        raise TypeError(f"report must be a LoadReport or None, got {_bounded_repr(report)}")
     elif report._started:
         raise ValueError(f"report must be a fresh LoadReport, got one already used: {report!r}")
 
     start = clock()
     if not _is_number(start):
-        raise TypeError(f"clock must return a number of seconds, got {start!r}")
+        raise TypeError(f"clock must return a number of seconds, got {_bounded_repr(start)}")
     report._started = True
 
     def now() -> float:
@@ -548,6 +640,12 @@ def load_history(
     current = _Call(None)
 
     def attempt(cursor: Any) -> Any:
+        if current.replay:
+            # The first attempt already ran (and failed) outside tenacity: hand tenacity that
+            # failure, so it decides, waits and counts exactly as if it had made the call itself.
+            current.replay = False
+            assert current.exc is not None
+            raise current.exc
         current.attempt += 1
         current.started_at = now()
         current.exc = None
@@ -574,79 +672,124 @@ def load_history(
 
     loaded: list[Message] = []
     seen_ids: set[str] = set()
+    seen_add, loaded_append = seen_ids.add, loaded.append
     requested: set[Any] = set()
     cursor: Any = None
     stop_reason: str | None = None
 
+    def retry_call(cursor: Any, started_at: float, first: BaseException) -> Any:
+        """The retry path, entered after the first attempt at ``cursor`` failed retryably."""
+        nonlocal current
+        current = _Call(cursor)
+        current.attempt, current.started_at, current.exc = 1, started_at, first
+        current.replay = True
+        try:
+            return retrying(attempt, cursor)
+        except BaseException as exc:
+            if isinstance(exc, RetryError) and exc is not current.exc:
+                # A retryable error on every allowed attempt, or the deadline: give up.
+                last = current.exc
+                assert last is not None
+                report._transient_failures += 1
+                emit(failed_record(current, "transient", None))
+                why = FAILURE_ATTEMPTS if current.attempt >= attempts else FAILURE_DEADLINE
+                detail = (
+                    f"{current.attempt} attempt(s)"
+                    if why == FAILURE_ATTEMPTS
+                    else f"{current.attempt} attempt(s); the next backoff would pass the "
+                    f"{deadline} s deadline"
+                )
+                error = PageLoadError(
+                    f"fetch_page({_bounded_repr(cursor)}) kept failing after {detail}; "
+                    f"{len(loaded)} message(s) loaded so far; last error: {_describe(last)}",
+                    cursor=cursor,
+                    attempts=current.attempt,
+                    loaded=list(loaded),
+                    report=report,
+                )
+                finish(why, error, None)
+                raise error from last
+            if exc is current.exc:
+                # Not retryable: propagate at once, as it is.
+                emit(failed_record(current, "error", None))
+            finish(FAILURE_ERROR, exc, None)
+            raise
+
     try:
         while stop_reason is None:
             requested.add(cursor)
-            current = _Call(cursor)
+            # Fast path: the first attempt calls fetch_page directly. tenacity's machinery is
+            # entered only after a retryable failure (it costs more than a cheap call when nothing
+            # fails); the decisions, sleeps, random draws and records are the same either way.
+            attempt_number = 1
+            started_at = float(clock() - start)
             try:
-                result = retrying(attempt, cursor)
+                result = fetch_page(cursor)
             except BaseException as exc:
-                if isinstance(exc, RetryError) and exc is not current.exc:
-                    # A retryable error on every allowed attempt, or the deadline: give up.
-                    last = current.exc
-                    assert last is not None
-                    report._transient_failures += 1
-                    emit(failed_record(current, "transient", None))
-                    why = FAILURE_ATTEMPTS if current.attempt >= attempts else FAILURE_DEADLINE
-                    detail = (
-                        f"{current.attempt} attempt(s)"
-                        if why == FAILURE_ATTEMPTS
-                        else f"{current.attempt} attempt(s); the next backoff would pass the "
-                        f"{deadline} s deadline"
-                    )
-                    error = PageLoadError(
-                        f"fetch_page({cursor!r}) kept failing after {detail}; "
-                        f"{len(loaded)} message(s) loaded so far; last error: {_describe(last)}",
-                        cursor=cursor,
-                        attempts=current.attempt,
-                        loaded=list(loaded),
-                        report=report,
-                    )
-                    finish(why, error, None)
-                    raise error from last
-                if exc is current.exc:
-                    # Not retryable: propagate at once, as it is.
+                if not isinstance(exc, retry_types):
+                    current = _Call(cursor)
+                    current.attempt, current.started_at, current.exc = 1, started_at, exc
                     emit(failed_record(current, "error", None))
-                finish(FAILURE_ERROR, exc, None)
-                raise
+                    finish(FAILURE_ERROR, exc, None)
+                    raise
+                result = retry_call(cursor, started_at, exc)
+                attempt_number, started_at = current.attempt, current.started_at
 
+            before = len(loaded)
             try:
-                page, next_cursor = _check_page(result, cursor)
+                page, next_cursor, items_checked = _check_page(result, cursor)
+                whole = True
+                if not items_checked:
+                    for message in page:
+                        if message.__class__ is not Message:
+                            whole = False
+                            break
+                        message_id = message.id
+                        if message_id not in seen_ids:
+                            seen_add(message_id)
+                            loaded_append(message)
+                    if not whole:
+                        # An item that is not exactly a Message: undo this page, then check it
+                        # whole (a subclass of Message is fine; anything else is a TypeError).
+                        for message in loaded[before:]:
+                            seen_ids.discard(message.id)
+                        del loaded[before:]
+                        _check_items(page, cursor)
+                if items_checked or not whole:
+                    for message in page:
+                        message_id = message.id
+                        if message_id not in seen_ids:
+                            seen_add(message_id)
+                            loaded_append(message)
             except TypeError as exc:
-                current.exc = exc
+                current = _Call(cursor)
+                current.attempt, current.started_at, current.exc = attempt_number, started_at, exc
                 emit(failed_record(current, "error", None))
                 finish(FAILURE_ERROR, exc, None)
                 raise
 
-            new = 0
-            for message in page:
-                if message.id not in seen_ids:
-                    seen_ids.add(message.id)
-                    loaded.append(message)
-                    new += 1
-            duplicates = len(page) - new
+            new = len(loaded) - before
+            size = len(page)
             report._pages += 1
-            report._duplicates_skipped += duplicates
-            report._messages_loaded = len(loaded)
-            emit(
-                CallRecord(
-                    index=len(report._calls),
-                    cursor=cursor,
-                    attempt=current.attempt,
-                    outcome="ok",
-                    page_size=len(page),
-                    new_messages=new,
-                    duplicates=duplicates,
-                    next_cursor=next_cursor,
-                    error=None,
-                    started_at=current.started_at,
-                    delay_after=None,
-                )
+            report._duplicates_skipped += size - new
+            report._messages_loaded = before + new
+            fields = (
+                len(report._calls),  # index
+                cursor,
+                attempt_number,
+                "ok",
+                size,  # page_size
+                new,  # new_messages
+                size - new,  # duplicates
+                next_cursor,
+                None,  # error
+                started_at,
+                None,  # delay_after
             )
+            if on_event is None:
+                report._calls.append(fields)
+            else:
+                emit(CallRecord(*fields))
 
             if not page and empty_page_ends:
                 stop_reason = STOP_EMPTY_PAGE

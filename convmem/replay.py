@@ -18,6 +18,7 @@ at any step.
 from __future__ import annotations
 
 import gc
+from collections import deque
 from collections.abc import Sequence
 from dataclasses import dataclass, field, replace
 from typing import overload
@@ -324,17 +325,162 @@ def sweep_limits(
 ) -> list[SweepRow]:
     """Replay under each limit (other settings kept; a target keeps its ratio to the limit).
 
-    O(len(limits) * replay). A summary budget larger than a swept target is clipped to it.
+    Each row's stats equal ``replay(messages, settings_for_that_limit).stats`` exactly, but no
+    per-step arrays or records are built: the messages are validated once, then each limit runs
+    a stats-only pass. With no pin, group or summary policy on (the base rule, with or without a
+    target) that pass is a two-pointer walk over the token counts (no History at all); otherwise
+    it drives a History and folds each compaction into running sums.
+
+    Complexity: O(len(limits) * n) plus History's own cost per add when a policy is on; O(n)
+    memory (the token counts). A summary budget larger than a swept target is clipped to it.
     """
+    _check_messages(messages)
     rows = []
-    for limit in limits:
-        target = settings.target
-        if target is not None and settings.limit:
-            target = min(limit, round(target * limit / settings.limit))
-        budget = settings.summary_budget
-        cap = limit if target is None else target
-        if budget is not None:
-            budget = min(budget, cap)
-        s = replace(settings, limit=limit, target=target, summary_budget=budget)
-        rows.append(SweepRow(limit, replay(messages, s, count_tokens=count_tokens).stats))
+    plain = not (
+        settings.pin_system
+        or settings.pin_latest_user
+        or settings.keep_tool_groups
+        or settings.start_on_user
+        or settings.summary_budget is not None
+    )
+    tokens = [m.tokens for m in messages] if plain else None
+    gc_was_enabled = gc.isenabled()
+    gc.disable()  # as in replay: bulk allocation of acyclic records
+    try:
+        for limit in limits:
+            target = settings.target
+            if target is not None and settings.limit:
+                target = min(limit, round(target * limit / settings.limit))
+            budget = settings.summary_budget
+            cap = limit if target is None else target
+            if budget is not None:
+                budget = min(budget, cap)
+            s = replace(settings, limit=limit, target=target, summary_budget=budget)
+            if plain:
+                assert tokens is not None
+                stats = _plain_stats(tokens, s)
+            else:
+                stats = _history_stats(messages, s, count_tokens)
+            rows.append(SweepRow(limit, stats))
+    finally:
+        if gc_was_enabled:
+            gc.enable()
     return rows
+
+
+def _check_messages(messages: Sequence[Message]) -> None:
+    """What replay checks: Messages with unique ids (TypeError / ValueError naming the index)."""
+    seen: dict[str, int] = {}
+    for i, m in enumerate(messages):
+        if not isinstance(m, Message):
+            raise TypeError(f"replay messages[{i}] must be a Message, got {m!r:.200}")
+        if m.id in seen:
+            raise ValueError(f"replay messages[{i}].id {m.id!r} repeats messages[{seen[m.id]}]")
+        seen[m.id] = i
+
+
+def _plain_stats(tokens: list[int], settings: HistorySettings) -> ReplayStats:
+    """ReplayStats of the base rule (with a target) without History: a two-pointer walk.
+
+    Kept is always the window ``tokens[lo:step + 1]``: an add over the limit drops from ``lo`` until
+    the total is at most the goal (the target, else the limit). An add that dropped only itself
+    (a message too big alone) is a compaction that leaves the prefix unchanged, as in replay.
+    """
+    history = settings.build()  # validates the settings exactly as replay would
+    limit, goal = history.limit, history.target
+    lo = 0
+    total = 0
+    total_sum = 0
+    max_total = 0
+    compactions = dropped = dropped_tokens = prefix_changes = 0
+    for step, t in enumerate(tokens):
+        total += t
+        if total > limit:
+            first = lo
+            while total > goal and lo <= step:
+                total -= tokens[lo]
+                dropped_tokens += tokens[lo]
+                lo += 1
+            compactions += 1
+            dropped += lo - first
+            if first < step:
+                prefix_changes += 1
+        total_sum += total
+        if total > max_total:
+            max_total = total
+    n = len(tokens)
+    return ReplayStats(
+        compactions=compactions,
+        mean_context=(total_sum / n) if n else 0.0,
+        max_context=max_total,
+        messages_dropped=dropped,
+        tokens_dropped=dropped_tokens,
+        prefix_changes=prefix_changes,
+        summaries_accepted=0,
+        summaries_rejected=0,
+        over_limit_steps=0,
+    )
+
+
+def _history_stats(messages: Sequence[Message], settings: HistorySettings, count_tokens) -> ReplayStats:
+    """ReplayStats of a replay through History, folding each compaction into running sums.
+
+    The same reading of each raw record as :func:`replay` (prefix changes, summary outcomes), with
+    no per-step arrays and no records kept.
+    """
+    history = settings.build(count_tokens)
+    limit = settings.limit
+    acc = [0, 0, 0, 0, 0, 0]  # compactions, dropped, dropped tokens, prefix, accepted, rejected
+    current = [0]  # the step being added
+
+    def sink(raw: tuple) -> None:
+        step = current[0]
+        _, _, trigger, _, _, dropped, event = raw
+        changed = False
+        acc[1] += len(dropped)
+        for (seq, m), _why in dropped:
+            acc[2] += m.tokens
+            if seq < step:
+                changed = True
+        if trigger != TRIGGER_ARRIVAL:
+            acc[0] += 1
+        else:
+            changed = False
+        if event is not None:
+            if event.accepted:
+                acc[4] += 1
+                changed = True
+            elif event.id != event.removed_id:
+                acc[5] += 1
+            if event.removed_id is not None:
+                changed = True
+        if changed:
+            acc[3] += 1
+
+    history._attach_sink(sink)
+    history._records = deque(maxlen=0)  # the sink sees every record; none is kept
+    add = history.add
+    total_sum = 0
+    max_total = 0
+    over = 0
+    for step, m in enumerate(messages):
+        current[0] = step
+        add(m)
+        total = history._total
+        total_sum += total
+        if total > max_total:
+            max_total = total
+        if total > limit:
+            over += 1
+    n = len(messages)
+    return ReplayStats(
+        compactions=acc[0],
+        mean_context=(total_sum / n) if n else 0.0,
+        max_context=max_total,
+        messages_dropped=acc[1],
+        tokens_dropped=acc[2],
+        prefix_changes=acc[3],
+        summaries_accepted=acc[4],
+        summaries_rejected=acc[5],
+        over_limit_steps=over,
+    )

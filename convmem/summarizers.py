@@ -75,8 +75,13 @@ class ExtractiveSummarizer:
 
     Lines from newer dropped messages win when space runs out; the previous summary's lines follow
     (older still), then older lines are cut. The first line that does not fit is clipped to the
-    room left, so a long newest message never leaves an empty summary. Cost O(len(dropped) + previous lines) token counts of
-    one line each, plus one count of the result.
+    room left, so a long newest message never leaves an empty summary.
+
+    Cost per call: one token count per *new* line (the dropped messages' lines, and a clipped
+    line) plus one count of the resulting text (``tokens`` is exactly ``count_tokens(content)``).
+    The previous summary's lines are not counted again: the counts of the lines of the summary it
+    made last are kept (at most the lines of one summary, so memory stays O(max_tokens)). Before
+    this cache a compaction re-counted every line of the previous summary.
 
     Raises:
         ValueError: max_tokens negative, line_chars < 8, role unknown.
@@ -88,6 +93,9 @@ class ExtractiveSummarizer:
     role: str = "system"
     id_prefix: str = "summary"
     calls: int = field(default=0, init=False)
+    # line -> tokens for the lines of the last summary made, and the counter they were counted with
+    _line_counts: dict[str, int] = field(default_factory=dict, init=False, repr=False, compare=False)
+    _counted_with: object = field(default=None, init=False, repr=False, compare=False)
 
     def __post_init__(self) -> None:
         if isinstance(self.max_tokens, bool) or not isinstance(self.max_tokens, int) or self.max_tokens < 0:
@@ -102,6 +110,19 @@ class ExtractiveSummarizer:
             raise ValueError("ExtractiveSummarizer called with no dropped messages")
         count = self.count_tokens or _default_count()
         self.calls += 1
+        if self._counted_with != count:  # bound methods compare equal, are not identical
+            self._line_counts = {}
+            self._counted_with = count
+        known = self._line_counts
+        counted: dict[str, int] = {}
+
+        def count_line(ln: str) -> int:
+            tokens = known.get(ln)
+            if tokens is None:
+                tokens = count(ln)
+            counted[ln] = tokens
+            return tokens
+
         old_lines: list[str] = []
         if previous is not None and previous.content:
             body = previous.content
@@ -114,9 +135,9 @@ class ExtractiveSummarizer:
         # tokenizer merges across lines differently (so max_tokens holds exactly).
         candidates = list(reversed(new_lines)) + list(reversed(old_lines))
         chosen: list[str] = []
-        used = count(_HEADER)
+        used = count_line(_HEADER)
         for ln in candidates:
-            cost = count(ln) + 1
+            cost = count_line(ln) + 1
             if used + cost > self.max_tokens:
                 # Clip the line that does not fit to the room left (never return an empty
                 # summary because the newest line alone is long), then stop: lines stay a
@@ -127,7 +148,7 @@ class ExtractiveSummarizer:
                     if " " in cut[8:]:
                         cut = cut[: cut.rfind(" ")]  # end on a word boundary
                     ln = cut.rstrip() + "…"
-                    cost = count(ln) + 1
+                    cost = count_line(ln) + 1
                     if len(ln) <= 9:
                         break
                 if cost <= room:
@@ -141,6 +162,8 @@ class ExtractiveSummarizer:
             if tokens <= self.max_tokens or not chosen:
                 break
             chosen.pop()  # the oldest line goes first
+        # Keep the counts of this summary's lines only: the next call reads them back.
+        self._line_counts = {ln: counted[ln] for ln in (_HEADER, *chosen) if ln in counted}
         return Message(f"{self.id_prefix}-{self.calls}", self.role, tokens, content=text)
 
 
@@ -150,10 +173,18 @@ class LLMSummarizer:
 
     Args:
         complete: the model call, e.g. ``lambda p: client.responses.create(model=..., input=p)
-            .output_text``. Its exceptions propagate out of ``History.add``.
+            .output_text``. If it raises (or returns something that is not a str), History records
+            the compaction first, with a rejected summary outcome naming the error (its drops
+            stand), then raises :class:`~convmem.SummarizerError` carrying that record as
+            ``.compaction`` and the original error as ``__cause__`` (docs/decisions.md, rule 7).
+            A blank reply (empty or whitespace only) is rejected by History like an oversize one:
+            the earlier summary stays and the record says why.
         max_tokens: told to the model in the prompt; History still rejects a reply over its budget.
         count_tokens: ``text -> tokens`` for the reply (default: convmem's default counter).
         role, id_prefix: as in :class:`ExtractiveSummarizer`.
+
+    Cost per call: one ``complete`` call on a prompt of O(previous summary + dropped messages)
+    characters, and one token count of the reply.
 
     >>> s = LLMSummarizer(lambda prompt: "User wants a refund.", max_tokens=50,
     ...                   count_tokens=lambda t: len(t.split()))

@@ -18,7 +18,11 @@ contract shows up as a disagreement):
 * Rule 6's "an unpinned system message that sits before a message this rule drops" means before one
   of the leading messages the rule drops itself, not before a late tool result that went with its
   call (that would cut a hole in the suffix).
-* A call id declared by more than one assistant message names the most recent declaration.
+* A call id declared by more than one assistant message names the most recent declaration. A
+  result that names an id joins by that id only: when the declaring message is gone, or no message
+  declared it, the result is refused on arrival (no positional fallback; History forgets the call
+  ids of dropped messages so its memory stays bounded by what is kept). Only a result without a
+  ``tool_call_id`` pairs by position.
 * Trigger: when rule 1 dropped a moved pin the trigger is ``pin_moved`` (rule 1 says so), even if
   the total is also above the limit.
 * ``total_before`` is the total before the add plus the new message's tokens, for every record:
@@ -152,9 +156,11 @@ class ReferenceHistory:
         earlier = self.entries[: tool.seq]
         cid = tool.msg.tool_call_id
         if cid is not None:
+            # By id only: the latest declaration (refused when it is dropped or there is none).
             for e in reversed(earlier):
                 if e.msg.role == "assistant" and cid in e.msg.tool_call_ids:
                     return e
+            return None
         for e in reversed(earlier):
             if e.msg.role == "assistant":
                 return e
@@ -176,6 +182,8 @@ class ReferenceHistory:
     # ----------------------------------------------------------------- add
 
     def add(self, m: Message) -> list[str]:
+        if any(k.msg.id == m.id for k in self.kept) or (self.summary is not None and self.summary.id == m.id):
+            raise ValueError(f"duplicate id {m.id!r}")  # ids unique among kept (and the summary)
         total_at_start = self.total()
         e = RefEntry(len(self.entries), m)
         self.entries.append(e)
@@ -264,7 +272,9 @@ class ReferenceHistory:
                 msgs = [d[0].msg for d in dropped]
                 self.summarizer_calls.append((prev.id if prev else None, [x.id for x in msgs]))
                 new = self.summarizer(prev, msgs)
-                if new.tokens > budget or self.live_total() + new.tokens > self.limit:
+                blank = new.content is not None and new.content.strip() == ""
+                clash = any(k.msg.id == new.id for k in self.kept)
+                if blank or clash or new.tokens > budget or self.live_total() + new.tokens > self.limit:
                     event = RefSummary(False, new.id, new.tokens, budget, None, True)
                 else:
                     event = RefSummary(True, new.id, new.tokens, budget, prev.id if prev else None, False)
@@ -334,6 +344,7 @@ def group_of(added: list[Message], i: int) -> int | None:
         for j in range(i - 1, -1, -1):
             if added[j].role == "assistant" and m.tool_call_id in added[j].tool_call_ids:
                 return j
+        return None
     for j in range(i - 1, -1, -1):
         if added[j].role == "assistant":
             return j
@@ -418,18 +429,31 @@ def check_invariants(
 
 
 class FakeSummarizer:
-    """Deterministic: the k-th call returns ``Message(f"sum{k}", role, sizes[k % len(sizes)])``."""
+    """Deterministic: the k-th call returns ``Message(f"sum{k}", role, sizes[k % len(sizes)])``.
 
-    def __init__(self, sizes: list[int], role: str = "system") -> None:
+    ``kinds`` (cycled like ``sizes``) makes some summaries hostile: ``"blank"`` gives whitespace-only
+    content, ``"clash"`` takes the id of the message being added (``current``, set by the caller),
+    which is kept unless that add dropped it. Both must be rejected like an oversize summary.
+    """
+
+    def __init__(self, sizes: list[int], role: str = "system", kinds: list[str] | None = None) -> None:
         self.sizes = list(sizes) or [0]
         self.role = role
+        self.kinds = list(kinds or ["ok"])
+        self.current: Message | None = None
         self.calls: list[tuple[str | None, list[str]]] = []
 
     def __call__(self, prev: Message | None, dropped: list[Message]) -> Message:
         assert dropped, "summarizer called with nothing"
         k = len(self.calls)
         self.calls.append((prev.id if prev is not None else None, [m.id for m in dropped]))
-        return Message(f"sum{k}", self.role, self.sizes[k % len(self.sizes)])
+        kind = self.kinds[k % len(self.kinds)]
+        tokens = self.sizes[k % len(self.sizes)]
+        if kind == "blank":
+            return Message(f"sum{k}", self.role, tokens, content=" \n\t ")
+        if kind == "clash" and self.current is not None:
+            return Message(self.current.id, self.role, tokens, content="a summary")
+        return Message(f"sum{k}", self.role, tokens)
 
 
 POLICY_FLAGS = ("pin_system", "pin_latest_user", "keep_tool_groups", "start_on_user")
@@ -442,6 +466,7 @@ def run_lockstep(
     invariants: bool = True,
     summary_sizes: list[int] | None = None,
     summary_role: str = "system",
+    summary_kinds: list[str] | None = None,
     **policy,
 ) -> tuple[object, ReferenceHistory | None]:
     """Add ``messages`` one by one to a History (and the reference when ``compare``), checking after
@@ -454,8 +479,8 @@ def run_lockstep(
     ref_kw = {k: v for k, v in policy.items() if k != "records"}
     h_sum = r_sum = None
     if summary_sizes is not None:
-        h_sum = FakeSummarizer(summary_sizes, summary_role)
-        r_sum = FakeSummarizer(summary_sizes, summary_role)
+        h_sum = FakeSummarizer(summary_sizes, summary_role, summary_kinds)
+        r_sum = FakeSummarizer(summary_sizes, summary_role, summary_kinds)
         kw["summarizer"] = h_sum
         ref_kw["summarizer"] = r_sum
     h = History(**kw, on_compaction=seen.append)
@@ -465,7 +490,24 @@ def run_lockstep(
     groups: dict[int, int | None] = {}
     n_records = 0
     for m in messages:
-        got = h.add(m)
+        if h_sum is not None:
+            h_sum.current = r_sum.current = m
+        try:
+            got = h.add(m)
+        except ValueError as error:
+            # A message whose id is kept (or is the summary's): refused, nothing changes.
+            assert "already" in str(error) and repr(m.id) in str(error)
+            assert len(seen) == n_records
+            if compare:
+                before = (ref.messages(), ref.total(), len(ref.records))
+                try:
+                    ref.add(m)
+                except ValueError:
+                    pass
+                else:
+                    raise AssertionError(f"History refused {m!r}, the reference took it") from None
+                assert (h.messages(), h.total()) == before[:2] and len(ref.records) == before[2]
+            continue
         added.append(m)
         if m.role == "tool" and policy.get("keep_tool_groups"):
             groups[len(added) - 1] = group_of(added, len(added) - 1)
@@ -486,7 +528,7 @@ def run_lockstep(
         n_records = len(seen)
         recs = seen
         if compare:
-            want = ref.add(m)
+            want = ref.add(m)  # raises ValueError when History took a message it refuses
             assert got == want, f"dropped ids differ {where}"
             assert h.messages() == ref.messages(), f"messages() differ {where}"
             assert h.total() == ref.total(), f"total() differs {where}"

@@ -49,8 +49,8 @@ def test_curve_hand_values():
 
 
 def test_scan_stops_at_the_cap_and_never_reads_older_conversations():
-    """Cost is linear in the mentions kept: the scan stops inside the conversation that passes
-    the cap, and conversations older than it are never read."""
+    """Cost is linear in the mentions kept: the scan reads whole conversations newest first and
+    stops at the one that passes the cap; conversations older than it are never read."""
     reads: list[str] = []
 
     class Counting(list):
@@ -68,7 +68,7 @@ def test_scan_stops_at_the_cap_and_never_reads_older_conversations():
     convs = [Exploding(["x"] * 10), Counting(["d", "e", "f", "g"]), ["a", "b"], ["c"]]
     assert evict_conversations(convs, 3) == ["a", "b", "c"]
     assert kept_from(convs, 3) == 2
-    assert reads == ["d", "d"]  # one id read per call, the one that passed the cap
+    assert reads == ["d", "e", "f", "g"] * 2  # the conversation that passed the cap, once per call
 
 
 def test_validation_names_field_and_value():
@@ -127,3 +127,32 @@ def test_explain_released_is_exactly_the_drop_in_count(conversations, cap):
         assert set(s.shared) == set(conversations[s.index]) & newer
         assert set(s.released).isdisjoint(newer)
         assert s.dropped == (s.index < k)
+
+
+def test_every_id_the_scan_reads_is_checked_and_named():
+    # in the conversation that passes the cap, after the id that passed it (the scan read it)
+    with pytest.raises(TypeError, match=r"conversations\[0\]\[2\] must be a listing id \(str\), got 7"):
+        evict_conversations([["x", "y", 7], ["a"]], 2)
+    # unhashable ids are named too, newest conversation first
+    with pytest.raises(TypeError, match=r"conversations\[1\]\[1\].*\['no'\]"):
+        eviction_curve([[3], ["a", ["no"]]])
+    # older than the conversation that passes the cap: never read, never reported
+    assert evict_conversations([[None], ["x", "y"], ["a"]], 2) == ["a"]
+    assert evict_conversations(["not a list", ["x", "y"], ["a"]], 2) == ["a"]
+    with pytest.raises(TypeError, match=r"conversations\[0\] must be a list of listing ids"):
+        eviction_curve(["not a list", ["a"]])
+    # str subclasses are str
+    class Tag(str):
+        pass
+
+    assert evict_conversations([[Tag("a"), "b"], ["a"]], 5) == ["a", "b"]
+    assert eviction_curve([[Tag("a")], ["a"]]) == [1, 1, 0]
+
+
+@settings(max_examples=200, deadline=None)
+@given(conversations=conversation_lists, cap=st.integers(min_value=0, max_value=14))
+def test_first_appearance_order_with_early_stop(conversations, cap):
+    """The order pass stops once every kept id is placed; the result is the full first-appearance list."""
+    k = kept_from(conversations, cap)
+    want = list(dict.fromkeys(x for c in conversations[k:] for x in c))
+    assert evict_conversations(conversations, cap) == want

@@ -371,11 +371,13 @@ def test_orphan_tool_result_is_refused_and_positional_grouping():
     assert h.add(M("a1", "assistant", 1, tool_call_ids=("c1", "c2"))) == []
     assert h.add(M("t1", "tool", 1, tool_call_id="c2")) == []
     assert h.add(M("t2", "tool", 1)) == []  # no id: joins the most recent assistant (a1)
-    assert h.add(M("t3", "tool", 1, tool_call_id="zz")) == []  # unknown id: by position (a1)
-    assert h.messages() == ["u1", "a1", "t1", "t2", "t3"]
-    assert h.add(M("u2", "user", 97)) == ["u1", "a1", "t1", "t2", "t3"]
+    # An id no kept message declared answers no call in the context: refused, never positional.
+    assert h.add(M("t3", "tool", 1, tool_call_id="zz")) == ["t3"]
+    assert h.compactions[-1].trigger == TRIGGER_ARRIVAL
+    assert h.messages() == ["u1", "a1", "t1", "t2"]
+    assert h.add(M("u2", "user", 98)) == ["u1", "a1", "t1", "t2"]
     assert reasons(h.compactions[-1]) == [
-        ("u1", OVER_LIMIT), ("a1", OVER_LIMIT), ("t1", TOOL_GROUP), ("t2", TOOL_GROUP), ("t3", TOOL_GROUP)
+        ("u1", OVER_LIMIT), ("a1", OVER_LIMIT), ("t1", TOOL_GROUP), ("t2", TOOL_GROUP)
     ]
 
 
@@ -682,3 +684,84 @@ def test_a_summarizer_returning_a_non_message_raises_summarizer_error():
         h.add(M("u2", "user", 6))
     assert isinstance(info.value.__cause__, TypeError)
     assert info.value.compaction.dropped_ids == ["u1"]
+
+
+# ------------------------------------------------------------------ unique ids (SPEC §2, issue 9)
+
+
+def test_a_kept_id_is_refused_and_nothing_changes():
+    h = History(10)
+    h.add(M("a", "user", 2))
+    with pytest.raises(ValueError, match=r"History.add message id 'a' is already kept"):
+        h.add(M("a", "assistant", 3))
+    assert h.messages() == ["a"] and h.total() == 2 and h.steps == 1 and h.compactions == []
+
+
+def test_a_dropped_id_may_come_back():
+    h = History(3)
+    assert h.add(M("a", "user", 2)) == [] and h.add(M("b", "user", 2)) == ["a"]
+    assert h.add(M("a", "user", 1)) == []  # 'a' is no longer kept: it may be added again
+    assert h.messages() == ["b", "a"] and h.total() == 3
+    run_lockstep([M("a", "user", 2), M("b", "user", 2), M("a", "user", 1)], limit=3)
+
+
+def test_the_id_of_the_summary_in_place_is_refused():
+    h = History(4, summarizer=lambda prev, dropped: M("S", "system", 1, content="sum"), summary_budget=1)
+    h.add(M("u1", "user", 2))
+    h.add(M("u2", "user", 3))
+    assert h.summary is not None and h.summary.id == "S"
+    with pytest.raises(ValueError, match="'S' is already the id of the summary in place"):
+        h.add(M("S", "user", 1))
+
+
+def test_every_policy_refuses_a_kept_id():
+    msgs = [M("s", "system", 1), M("u", "user", 1), M("a", "assistant", 1, tool_call_ids=("c",)),
+            M("t", "tool", 1, tool_call_id="c")]
+    for repeat in msgs:
+        h = History(50, pin_system=True, pin_latest_user=True, keep_tool_groups=True,
+                    start_on_user=True, target=40)
+        adds(h, msgs)
+        with pytest.raises(ValueError, match=re.escape(repr(repeat.id))):
+            h.add(M(repeat.id, "user", 1))
+        assert h.messages() == ["s", "u", "a", "t"]
+
+
+def _summarizing(limit, summary):
+    calls = []
+
+    def summarizer(prev, dropped):
+        calls.append(prev)
+        return summary(len(calls))
+
+    return History(limit, summarizer=summarizer, summary_budget=3), calls
+
+
+@pytest.mark.parametrize("content", ["", "   ", " \n\t "])
+def test_a_blank_summary_is_rejected_and_the_earlier_one_stays(content):
+    texts = {1: "the user wants a refund", 2: content}
+    h, calls = _summarizing(8, lambda k: M(f"S{k}", "system", 2, content=texts[k]))
+    adds(h, [M("u1", "user", 5), M("u2", "user", 5)])  # u1 dropped, S1 accepted
+    assert h.summary.id == "S1" and h.compactions[-1].summary.accepted
+    assert h.add(M("u3", "user", 5)) == ["u2"]  # S2 is blank: rejected, S1 stays
+    event = h.compactions[-1].summary
+    assert not event.accepted and event.id == "S2" and event.replaced_id is None
+    assert event.reason == "summary 'S2' is blank (its content is empty or whitespace only)"
+    assert h.summary.id == "S1" and h.messages() == ["S1", "u3"] and h.total() == 7
+    assert not h.compactions[-1].dropped[0].summarized
+
+
+def test_a_summary_taking_a_kept_id_is_rejected():
+    h, _ = _summarizing(8, lambda k: M("u2", "system", 1, content="clash"))
+    h.add(M("u1", "user", 4))
+    assert h.add(M("u2", "user", 5)) == ["u1"]
+    event = h.compactions[-1].summary
+    assert not event.accepted and event.id == "u2"
+    assert event.reason == "summary id 'u2' is the id of a kept message; ids must be unique (SPEC §2)"
+    assert h.summary is None and h.messages() == ["u2"]
+
+
+def test_a_summary_with_no_content_is_still_accepted():
+    # content None: a token-only summary (test doubles, counts without text); only blank text is refused
+    h, _ = _summarizing(8, lambda k: M(f"S{k}", "system", 2))
+    adds(h, [M("u1", "user", 5), M("u2", "user", 5)])
+    assert h.summary.id == "S1"

@@ -36,6 +36,7 @@ KINDS = (
     + ["tool_orphan"]
     + ["system"]
     + ["assistant_dup"]
+    + ["id_again"]
 )
 
 
@@ -91,6 +92,11 @@ def conversations(draw, limit: int, max_len: int = 30) -> list[Message]:
             m = Message(mid, "tool", tok, tool_call_id=cid)
         elif kind == "tool_noid":
             m = Message(mid, "tool", tok)
+        elif kind == "id_again":
+            # An id used before (kept: refused with ValueError; dropped: may come back) or the
+            # id the fake summarizer gives its first summary.
+            again = draw(st.sampled_from([x.id for x in msgs] + ["sum0"]))
+            m = Message(again, draw(st.sampled_from(["user", "assistant", "system"])), tok)
         else:  # tool_orphan: an id nobody declared
             m = Message(mid, "tool", tok, tool_call_id=f"zz{i}")
         msgs.append(m)
@@ -113,6 +119,9 @@ def scenarios(draw, max_len: int = 30):
             # sizes cycle per call; some above the budget (rejected)
             summary_sizes=draw(st.lists(st.integers(0, budget + 3), min_size=1, max_size=4)),
             summary_role=draw(st.sampled_from(["system", "assistant", "user"])),
+            summary_kinds=draw(
+                st.lists(st.sampled_from(["ok", "ok", "blank", "clash"]), min_size=1, max_size=3)
+            ),
         )
     records = draw(st.sampled_from(["default", "default", None, 0, 2]))
     if records != "default":
@@ -147,6 +156,10 @@ def test_every_flag_combination(combo, data):
         summary = dict(
             summary_budget=budget,
             summary_sizes=data.draw(st.lists(st.integers(0, budget + 2), min_size=1, max_size=3), label="sizes"),
+            summary_kinds=data.draw(
+                st.lists(st.sampled_from(["ok", "ok", "blank", "clash"]), min_size=1, max_size=3),
+                label="kinds",
+            ),
         )
     msgs = data.draw(conversations(limit, 25), label="messages")
     run_lockstep(msgs, **policy, **summary)

@@ -836,3 +836,101 @@ def test_an_on_event_error_on_a_page_still_closes_the_report():
         load_history(ScriptedStore({None: (["a"], None)}), on_event=on_event, report=report)
     assert report.finished and report.failure == FAILURE_ERROR
     assert report.error == "RuntimeError: dashboard bug" and report.stop_reason is None
+
+
+# -- foreign objects in error messages are described in bounded size (issue 9) ----------------------
+
+
+def test_a_huge_list_instead_of_a_page_gets_a_short_type_error():
+    huge = [Message(f"m{i}", "user", 1) for i in range(10**6)]
+    report = LoadReport()
+    with pytest.raises(TypeError) as info:
+        load_history(lambda cursor: huge, report=report, sleep=no_sleep)
+    text = str(info.value)
+    assert text.startswith("fetch_page(None) must return a 2-tuple (list of Message, next cursor")
+    assert len(text) <= 500, len(text)
+    assert "list of 1,000,000 items" in text and "Message(" in text
+    assert report.failure == FAILURE_ERROR and len(report.error) <= 500
+    assert [c.outcome for c in report.calls] == ["error"]
+
+
+def test_a_huge_foreign_item_on_a_page_and_a_huge_cursor_are_bounded():
+    big = "x" * 10**6
+    with pytest.raises(TypeError) as info:
+        run(lambda cursor: ([Message("a", "user", 1)], big) if cursor is None else ([object()], None))
+    text = str(info.value)
+    assert len(text) <= 500 and "item 0 is not a Message" in text
+    assert "1,000,000 characters" in text or "..." in text
+
+
+def test_long_error_text_is_clipped_in_the_report_and_the_page_load_error():
+    with pytest.raises(PageLoadError) as info:
+        run({None: T("x" * 10**6)}, attempts=3)
+    report = info.value.report
+    assert all(len(c.error) <= 300 for c in report.calls)
+    assert report.calls[0].error.startswith("TransientError: xxx")
+    assert report.calls[0].error.endswith("(1,000,016 characters)")
+    assert len(str(info.value)) < 1000
+
+
+class _Unprintable(TransientError):
+    def __str__(self):
+        raise AttributeError("no message")
+
+
+def test_a_retryable_error_whose_str_raises_is_retried_and_reported():
+    got, store, report, _ = run({None: [_Unprintable(), _Unprintable(), (["a"], None)]})
+    assert got == ["a"] and store.calls == [None, None, None]
+    assert report.retries == 2 and report.transient_failures == 2
+    assert [c.error for c in report.calls] == [
+        "_Unprintable: <str() of the error raised>",
+        "_Unprintable: <str() of the error raised>",
+        None,
+    ]
+
+
+def test_an_unprintable_error_that_keeps_failing_raises_page_load_error():
+    with pytest.raises(PageLoadError) as info:
+        run({None: _Unprintable()}, attempts=2)
+    assert "_Unprintable: <str() of the error raised>" in str(info.value)
+    assert isinstance(info.value.__cause__, _Unprintable)
+    assert info.value.report.error.startswith("PageLoadError: fetch_page(None) kept failing")
+
+
+def test_a_retryable_first_failure_enters_the_retry_path_with_the_same_records():
+    """The first attempt runs outside tenacity; a failure then is handed over unchanged."""
+    events = []
+    got, _, report, clock = run(
+        {None: [T("a"), (["m1"], "c")], "c": [T("b"), T("c"), (["m2"], None)]},
+        random=lambda: 0.5,
+        on_event=events.append,
+    )
+    assert got == ["m1", "m2"]
+    assert [(c.cursor, c.attempt, c.outcome, c.delay_after) for c in report.calls] == [
+        (None, 1, "transient", 0.05),
+        (None, 2, "ok", None),
+        ("c", 1, "transient", 0.05),
+        ("c", 2, "transient", 0.1),
+        ("c", 3, "ok", None),
+    ]
+    assert events == list(report.calls) and report.delays == (0.05, 0.05, 0.1)
+    assert clock.now == pytest.approx(0.2)
+
+
+class _TaggedMessage(Message):
+    __slots__ = ()
+
+
+def test_a_page_of_message_subclasses_is_accepted_and_deduplicated():
+    a, b = Message("a", "user", 1), _TaggedMessage("b", "user", 2)
+    got, _, report, _ = run(lambda c: ([a, b, b, _TaggedMessage("a", "user", 9)], None))
+    assert got == ["a", "b"] and report.duplicates_skipped == 2 and report.messages_loaded == 2
+
+
+def test_a_bad_item_late_on_a_page_leaves_nothing_of_that_page_loaded():
+    pages = {None: ([Message("a", "user", 1)], "p"), "p": ([Message("b", "user", 1), 7], None)}
+    report = LoadReport()
+    with pytest.raises(TypeError, match=r"fetch_page\('p'\) returned a page whose item 1 is not a Message: 7"):
+        load_history(lambda c: pages[c], report=report)
+    assert report.messages_loaded == 1 and report.pages == 1
+    assert [c.outcome for c in report.calls] == ["ok", "error"]

@@ -214,3 +214,118 @@ def test_llm_summarizer_prompt_and_result():
     assert (out.content, out.tokens, out.id) == ("The user wants a refund for order W1.", 8, "summary-1")
     with pytest.raises(TypeError, match="must return a str"):
         LLMSummarizer(lambda p: None, max_tokens=5, count_tokens=words)(None, [prev])
+
+
+@settings(max_examples=60, deadline=None)
+@given(
+    st.integers(5, 60),
+    st.lists(
+        st.lists(st.text(alphabet="ab c.\n?", min_size=0, max_size=40), min_size=1, max_size=4),
+        min_size=1,
+        max_size=12,
+    ),
+)
+def test_extractive_line_count_cache_changes_nothing(max_tokens, batches):
+    """The cached summarizer gives exactly what one re-counting every line gives, with fewer counts."""
+    calls = {"cached": 0, "fresh": 0}
+
+    def counter(key):
+        def count(text):
+            calls[key] += 1
+            return len(text.split()) + text.count("?")
+
+        return count
+
+    cached = ExtractiveSummarizer(max_tokens=max_tokens, count_tokens=counter("cached"))
+    fresh = ExtractiveSummarizer(max_tokens=max_tokens, count_tokens=counter("fresh"))
+    prev_c = prev_f = None
+    step = 0
+    for batch in batches:
+        dropped = []
+        for text in batch:
+            step += 1
+            dropped.append(Message(f"m{step}", "user", 1, content=text or None))
+        fresh._line_counts = {}  # forget: every line of the previous summary is counted again
+        prev_c, prev_f = cached(prev_c, dropped), fresh(prev_f, dropped)
+        assert prev_c == prev_f
+        assert prev_c.tokens == len(prev_c.content.split()) + prev_c.content.count("?") <= max_tokens
+    assert calls["cached"] <= calls["fresh"]
+
+
+def test_extractive_does_not_recount_the_previous_summary():
+    counted = []
+
+    def count(text):
+        counted.append(text)
+        return len(text.split())
+
+    s = ExtractiveSummarizer(max_tokens=200, count_tokens=count)
+    previous = None
+    for k in range(30):
+        counted.clear()
+        previous = s(previous, [Message(f"u{k}", "user", 5, content=f"line number {k} here")])
+        # one new line plus the whole text (and the header on the first call only)
+        first = ["Earlier:"] if k == 0 else []
+        assert counted == first + [f"user: line number {k} here", previous.content]
+
+
+def _messages_for_sweep(draw_tokens, roles):
+    out = []
+    last_calls: list[str] = []
+    for i, (t, r) in enumerate(zip(draw_tokens, roles)):
+        if r == "assistant" and i % 3 == 0:
+            last_calls = [f"c{i}"]
+            out.append(Message(f"m{i}", "assistant", t, content=f"calling {i}", tool_call_ids=tuple(last_calls)))
+        elif r == "tool" and last_calls:
+            out.append(Message(f"m{i}", "tool", t, content=f"result {i}", tool_call_id=last_calls.pop()))
+        else:
+            out.append(Message(f"m{i}", "user" if r == "tool" else r, t, content=f"text {i} " * (t % 5)))
+    return out
+
+
+@settings(max_examples=80, deadline=None)
+@given(
+    st.lists(st.integers(0, 60), min_size=0, max_size=80).flatmap(
+        lambda toks: st.tuples(
+            st.just(toks),
+            st.lists(st.sampled_from(["system", "user", "assistant", "tool"]), min_size=len(toks), max_size=len(toks)),
+        )
+    ),
+    st.integers(0, 150),
+    st.one_of(st.none(), st.floats(0, 1)),
+    st.lists(st.booleans(), min_size=4, max_size=4),
+    st.one_of(st.none(), st.integers(0, 30)),
+    st.lists(st.integers(0, 200), min_size=1, max_size=5),
+)
+def test_sweep_stats_equal_full_replays(msgs_spec, limit, target_ratio, flags, budget, limits):
+    """The stats-only sweep (two-pointer for the base rule, a History fold otherwise) equals replay."""
+    msgs = _messages_for_sweep(*msgs_spec)
+    target = None if target_ratio is None else int(limit * target_ratio)
+    cap = limit if target is None else target
+    if budget is not None:
+        budget = min(budget, cap)
+    base = HistorySettings(limit, target, *flags, summary_budget=budget)
+    rows = sweep_limits(msgs, base, limits, count_tokens=words)
+    for row in rows:
+        t = base.target
+        if t is not None and base.limit:
+            t = min(row.limit, round(t * row.limit / base.limit))
+        b = None if budget is None else min(budget, row.limit if t is None else t)
+        s = HistorySettings(row.limit, t, *flags, summary_budget=b)
+        assert row.stats == replay(msgs, s, count_tokens=words).stats, s
+
+
+@settings(max_examples=200, deadline=None)
+@given(
+    st.lists(st.integers(0, 60), max_size=120),
+    st.integers(0, 150),
+    st.one_of(st.none(), st.floats(0, 1)),
+    st.lists(st.integers(0, 200), min_size=1, max_size=4),
+)
+def test_plain_sweep_two_pointer_equals_history(toks, limit, target_ratio, limits):
+    msgs = [Message(f"m{i}", "user", t) for i, t in enumerate(toks)]
+    target = None if target_ratio is None else int(limit * target_ratio)
+    base = HistorySettings(limit, target)
+    for row in sweep_limits(msgs, base, limits):
+        t = target if target is None or not limit else min(row.limit, round(target * row.limit / limit))
+        assert row.stats == replay(msgs, HistorySettings(row.limit, t)).stats
