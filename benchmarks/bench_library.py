@@ -26,7 +26,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from convmem import History, Message, evict_conversations, eviction_curve  # noqa: E402
 from convmem.loading import load_history  # noqa: E402
-from convmem.stores import PagedStore  # noqa: E402
+from convmem.testing import PagedStore  # noqa: E402
 
 
 def best(fn, repeat: int) -> float:
