@@ -1,11 +1,855 @@
-"""Real message stores (the test doubles live in :mod:`convmem.testing`)."""
+"""Real message stores: :class:`SQLStore`, conversations in SQLite or PostgreSQL (SQLAlchemy Core).
+
+The test doubles (PagedStore, ScriptedStore, FlakyStore, VirtualClock, ...) live in
+:mod:`convmem.testing`.
+
+A store keeps many conversations; ``store.pager(conversation_id)`` is the ``fetch_page(cursor)``
+callable :func:`convmem.load_history` takes::
+
+    store = SQLStore("sqlite:///agent.sqlite")          # or "postgresql+psycopg://user@host/db"
+    store.append("c1", [Message("u1", "user", 12, content="Where is my order?")])
+    history = load_history(store.pager("c1"), attempts=5)
+
+The contract a store keeps so that appends during a load are neither skipped nor repeated
+(docs/decisions.md, "Real stores"):
+
+* **Stable, monotonic cursors.** Every message of a conversation gets a sequence number when it is
+  appended: 1, 2, 3, ... with no gaps, in commit order (appends to one conversation are serialized
+  on its row in the conversations table, so a reader that sees sequence ``s`` sees every sequence
+  below ``s`` too). A cursor names a position *between* two sequence numbers ("after 200"), never
+  an offset, so it means the same thing however many messages arrive later; the next cursor is
+  always past the previous one, so a walk never loops.
+* **Bounded loads.** ``high_water_mark(cid)`` is the position after the newest message now;
+  ``pager(cid, high_water=mark)`` serves exactly the messages up to it, whatever arrives during the
+  load, and ``pager(cid, after=mark)`` serves exactly what arrived since. Together they partition
+  the conversation: nothing twice, nothing missed.
+* **Offset cursors** (``LIMIT/OFFSET``, or ``"p<offset>"`` as in :class:`convmem.testing.PagedStore`)
+  do not keep this contract once messages arrive or go in the middle or, when paging newest first,
+  at the end: a page can start with messages already served (load_history removes them by id) or
+  skip messages that moved past the offset, and a skipped message cannot be seen from the client.
+
+>>> from convmem import Message, load_history
+>>> store = SQLStore("sqlite://", page_size=2)
+>>> mark = store.append("c1", [Message(f"m{i}", "user", 1) for i in range(5)])
+>>> pager = store.pager("c1", high_water=mark)
+>>> page, cursor = pager(None); [m.id for m in page]
+['m0', 'm1']
+>>> _ = store.append("c1", [Message("late", "user", 1)])      # arrives during the load
+>>> [m.id for m in load_history(pager)]                       # stops at the mark it was given
+['m0', 'm1', 'm2', 'm3', 'm4']
+>>> [m.id for m in load_history(store.pager("c1", after=mark))]   # the follow-up
+['late']
+>>> [m.id for m in load_history(store.pager("c1", newest_first=True))]
+['late', 'm4', 'm3', 'm2', 'm1', 'm0']
+>>> store.close()
+"""
 
 from __future__ import annotations
 
-__all__: list[str] = []
+import base64
+import binascii
+import json
+import threading
+import zlib
+from collections.abc import Iterable, Iterator, Mapping, Sequence
+from contextlib import contextmanager, nullcontext
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import sqlalchemy as sa
+from sqlalchemy import exc as sa_exc
+from sqlalchemy.dialects import postgresql as sa_postgresql
+from sqlalchemy.dialects import sqlite as sa_sqlite
+from sqlalchemy.engine import URL, Engine, make_url
+from sqlalchemy.pool import StaticPool
+
+from .errors import TransientError
+from .message import Message
+
+__all__ = [
+    "ConversationInfo",
+    "SQLPager",
+    "SQLStore",
+    "TRANSIENT_SQLSTATES",
+    "is_transient_db_error",
+]
+
+#: PostgreSQL SQLSTATEs a retry can cure: serialization failure, deadlock, lock timeout
+#: (lock_not_available), statement timeout (query_canceled), the server shutting down or
+#: terminating the connection (admin_shutdown is what pg_terminate_backend sends), not accepting
+#: connections yet, too many connections. Class 08 (connection exception) is transient too.
+TRANSIENT_SQLSTATES: frozenset[str] = frozenset(
+    {"40001", "40P01", "55P03", "57014", "57P01", "57P02", "57P03", "53300"}
+)
+
+#: SQLite result codes a retry can cure: SQLITE_BUSY (5) and SQLITE_LOCKED (6), with any extended
+#: code (the low byte is the primary code).
+_SQLITE_TRANSIENT = frozenset({5, 6})
+
+#: The largest sequence number (PostgreSQL BIGINT); an unbounded walk uses it as its upper bound.
+_MAX_SEQ = 2**63 - 1
+_MESSAGES = "convmem_messages"
+_CONVERSATIONS = "convmem_conversations"
+_DUPLICATE_CHECK_CHUNK = 500
 
 
-def __getattr__(name: str):
+def is_transient_db_error(error: BaseException) -> bool:
+    """Whether a database error is one a retry can cure.
+
+    True for: a connection SQLAlchemy saw drop (``connection_invalidated``), a pool checkout
+    timeout, SQLite ``SQLITE_BUSY``/``SQLITE_LOCKED`` ("database is locked"), PostgreSQL SQLSTATEs
+    in :data:`TRANSIENT_SQLSTATES` or class 08, and a psycopg OperationalError with no SQLSTATE
+    (the connection failed or was lost before the server could answer). False for everything else:
+    a missing table, a constraint violation, bad SQL, a wrong password (28P01) - retrying those
+    would fail the same way.
+
+    >>> import sqlite3
+    >>> err = sqlite3.OperationalError("database is locked"); err.sqlite_errorcode = 5
+    >>> is_transient_db_error(sa_exc.OperationalError("SELECT 1", {}, err))
+    True
+    >>> err = sqlite3.OperationalError("no such table: x"); err.sqlite_errorcode = 1
+    >>> is_transient_db_error(sa_exc.OperationalError("SELECT 1", {}, err))
+    False
+    """
+    if isinstance(error, sa_exc.TimeoutError):  # QueuePool checkout timed out
+        return True
+    if not isinstance(error, sa_exc.DBAPIError):
+        return False
+    if error.connection_invalidated:
+        return True
+    orig = error.orig
+    code = getattr(orig, "sqlite_errorcode", None)
+    if isinstance(code, int):
+        return code & 0xFF in _SQLITE_TRANSIENT
+    sqlstate = getattr(orig, "sqlstate", None)
+    if isinstance(sqlstate, str) and sqlstate:
+        return sqlstate in TRANSIENT_SQLSTATES or sqlstate.startswith("08")
+    module = type(orig).__module__ or ""
+    return module.startswith("psycopg") and isinstance(error, sa_exc.OperationalError)
+
+
+# -- cursors ---------------------------------------------------------------------------------------
+#
+# A cursor or mark is urlsafe base64 (no padding) of "<kind><seq>.<crc32 of the conversation id>":
+# kind "a" = oldest-first cursor, "d" = newest-first cursor, "m" = a mark. An "a" cursor and a mark
+# both name the position after message <seq>; a "d" cursor names the position before it.
+
+
+def _conversation_tag(conversation_id: str) -> str:
+    return f"{zlib.crc32(conversation_id.encode('utf-8')):08x}"
+
+
+def _encode(kind: str, seq: int, conversation_id: str) -> str:
+    raw = f"{kind}{seq}.{_conversation_tag(conversation_id)}".encode("ascii")
+    return base64.urlsafe_b64encode(raw).rstrip(b"=").decode("ascii")
+
+
+def _decode(owner: str, name: str, value: Any, kinds: str, conversation_id: str) -> int:
+    """The sequence number in ``value``, a cursor or mark of one of ``kinds`` for this conversation.
+
+    Raises ValueError naming the argument and the value for anything else.
+    """
+    expected = {
+        "a": "an oldest-first cursor",
+        "d": "a newest-first cursor",
+        "m": "a mark from high_water_mark/append",
+    }
+    what = " or ".join(expected[k] for k in kinds)
+    if not isinstance(value, str):
+        raise TypeError(f"{owner}: {name} must be {what} (a str), got {value!r}")
+    try:
+        raw = base64.urlsafe_b64decode(value + "=" * (-len(value) % 4)).decode("ascii")
+    except (binascii.Error, UnicodeDecodeError, ValueError):
+        raw = ""
+    kind, _, rest = raw[:1], None, raw[1:]
+    seq_text, dot, tag = rest.partition(".")
+    if not (kind and dot and seq_text.isdigit() and seq_text == str(int(seq_text))):
+        raise ValueError(f"{owner}: {name} {value!r} is not a cursor this store issued")
+    if kind not in kinds:
+        raise ValueError(f"{owner}: {name} {value!r} is {expected.get(kind, 'unknown')}, not {what}")
+    if tag != _conversation_tag(conversation_id):
+        raise ValueError(
+            f"{owner}: {name} {value!r} was issued for another conversation, not "
+            f"{conversation_id!r}"
+        )
+    seq = int(seq_text)
+    if seq > _MAX_SEQ:
+        raise ValueError(f"{owner}: {name} {value!r} is out of range")
+    return seq
+
+
+# -- values ----------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True, slots=True)
+class ConversationInfo:
+    """What the store knows about a conversation besides its messages.
+
+    Attributes:
+        id: the conversation id.
+        user_id: the user (shopper) it belongs to, or None.
+        listing_ids: the listing ids it mentions, in order of mention, with repeats (as
+            :class:`convmem.Conversation` has them; () when appended message by message).
+        messages: how many messages it holds.
+        mark: the high-water mark now (the position after its newest message).
+    """
+
+    id: str
+    user_id: str | None
+    listing_ids: tuple[str, ...]
+    messages: int
+    mark: str
+
+
+def _check_id(owner: str, name: str, value: Any) -> str:
+    if not isinstance(value, str):
+        raise TypeError(f"{owner}: {name} must be a str, got {value!r}")
+    if not value:
+        raise ValueError(f"{owner}: {name} must be a non-empty str, got ''")
+    return value
+
+
+def _message_rows(owner: str, messages: Any) -> list[Message]:
+    if not isinstance(messages, Iterable) or isinstance(messages, (str, bytes, Mapping)):
+        raise TypeError(f"{owner}: messages must be a list of Message, got {messages!r}")
+    batch = list(messages)
+    seen: set[str] = set()
+    for position, message in enumerate(batch):
+        if not isinstance(message, Message):
+            raise TypeError(f"{owner}: messages[{position}] must be a Message, got {message!r}")
+        if message.id in seen:
+            raise ValueError(f"{owner}: messages[{position}] repeats the id {message.id!r}")
+        seen.add(message.id)
+    return batch
+
+
+# -- the pager -------------------------------------------------------------------------------------
+
+
+class SQLPager:
+    """The ``fetch_page(cursor)`` callable of one conversation (made by :meth:`SQLStore.pager`).
+
+    ``pager(cursor)`` (also ``pager.fetch_page(cursor)``) returns ``(page, next_cursor)``: up to
+    ``page_size`` messages and the cursor of the next page, or None after the last page. The first
+    call passes None. Oldest first, each page and the walk are in conversation order; newest first,
+    each page and the walk go from the newest message to the oldest. One indexed range query per
+    call (keyset on ``(conversation_id, seq)``): O(log n + page_size), whatever page it is.
+
+    Attributes:
+        conversation_id, page_size, newest_first: as given.
+        after: the sequence number the walk starts after (0: the start).
+        high_water: the last sequence number the walk may serve (None: no bound; an oldest-first
+            walk then includes what arrives before it reaches the end).
+        position: the mark after the newest message served so far (oldest first), or the
+            store's mark at the time the first page was served (newest first); pass it as
+            ``after=`` for a follow-up that returns only what arrived since. None before any page.
+
+    Raises (from a call):
+        TransientError: the database failed in a way a retry can cure (``__cause__`` is the
+            SQLAlchemy error); load_history retries it with the same cursor.
+        ValueError: a cursor this pager did not issue (names it), a closed store.
+    """
+
+    __slots__ = (
+        "_store",
+        "conversation_id",
+        "page_size",
+        "newest_first",
+        "after",
+        "high_water",
+        "_top",
+        "_position",
+    )
+
+    def __init__(
+        self,
+        store: SQLStore,
+        conversation_id: str,
+        page_size: int,
+        newest_first: bool,
+        after: int,
+        high_water: int | None,
+    ) -> None:
+        self._store = store
+        self.conversation_id = conversation_id
+        self.page_size = page_size
+        self.newest_first = newest_first
+        self.after = after
+        self.high_water = high_water
+        self._top: int | None = None  # newest first: the upper bound fixed by the first page
+        self._position: int | None = None
+
+    @property
+    def position(self) -> str | None:
+        """The mark after the newest message this walk served (see the class doc), or None."""
+        if self._position is None:
+            return None
+        return _encode("m", self._position, self.conversation_id)
+
+    def fetch_page(self, cursor: str | None) -> tuple[list[Message], str | None]:
+        """The page at ``cursor`` (None: the first page) and the next cursor (None: the end)."""
+        cid = self.conversation_id
+        hi = _MAX_SEQ if self.high_water is None else self.high_water
+        if self.newest_first:
+            if cursor is None:
+                upper = hi  # inclusive
+            else:
+                upper = _decode("SQLPager", "cursor", cursor, "d", cid) - 1
+                upper = min(upper, hi)
+            rows = self._store._page(cid, self.after, upper, self.page_size + 1, descending=True)
+            if cursor is None and self._position is None:
+                top = rows[0][0] if rows else self.after
+                self._position = top
+        else:
+            lower = self.after if cursor is None else _decode("SQLPager", "cursor", cursor, "a", cid)
+            lower = max(lower, self.after)
+            rows = self._store._page(cid, lower, hi, self.page_size + 1, descending=False)
+        more = len(rows) > self.page_size
+        rows = rows[: self.page_size]
+        page = [self._store._message(cid, row) for row in rows]
+        if not self.newest_first:
+            last = rows[-1][0] if rows else (self.after if cursor is None else lower)
+            if self._position is None or last > self._position:
+                self._position = last
+        if not more:
+            return page, None
+        return page, _encode("d" if self.newest_first else "a", rows[-1][0], cid)
+
+    __call__ = fetch_page
+
+    def __repr__(self) -> str:
+        order = "newest first" if self.newest_first else "oldest first"
+        bound = "" if self.high_water is None else f", high_water={self.high_water}"
+        return (
+            f"SQLPager({self.conversation_id!r}, {order}, page_size={self.page_size}, "
+            f"after={self.after}{bound})"
+        )
+
+
+# -- the store -------------------------------------------------------------------------------------
+
+
+class SQLStore:
+    """Conversations in a SQL database: SQLite embedded by default, PostgreSQL (psycopg 3) at scale.
+
+    ``SQLStore(url, *, page_size=100)`` opens (and creates, if absent) two tables through
+    SQLAlchemy Core: ``convmem_messages`` (one row per message: conversation id, sequence number,
+    message id, role, tokens, content, tool-call ids as JSON text, tool-call id; primary key
+    ``(conversation_id, seq)``, unique ``(conversation_id, message_id)``) and
+    ``convmem_conversations`` (id, user id, listing ids, last sequence number; appends lock its row,
+    which is what keeps sequence numbers in commit order).
+
+    The URL picks the database:
+
+    * ``"sqlite://"`` - in memory, private to this store (one connection shared by all threads, and
+      every call serialized on a lock, so a thread never sees another's uncommitted append);
+    * ``"sqlite:///path/file.sqlite"`` (or a :class:`pathlib.Path`) - a file; one connection per
+      thread from a pool; a writer waits up to 5 s for SQLite's lock, then TransientError;
+    * ``"postgresql+psycopg://user:pw@host:port/db"`` (``postgresql://`` means psycopg 3 too).
+
+    Paging is keyset on ``(conversation_id, seq)`` with opaque cursors: see :class:`SQLPager`
+    and the module doc for the contract (stable, monotonic cursors; high-water marks; offset
+    cursors by contrast). An unknown conversation is an empty one (its pager serves one empty page).
+
+    Database errors a retry can cure (see :func:`is_transient_db_error`: connection lost, lock or
+    statement timeout, serialization failure, deadlock, SQLite busy) surface as
+    :class:`convmem.TransientError` with the SQLAlchemy error as ``__cause__``; every other database
+    error propagates as SQLAlchemy raised it. Thread-safe. Use as a context manager, or call
+    :meth:`close`; a closed store raises ValueError.
+
+    Args:
+        url: a database URL (str or :class:`sqlalchemy.engine.URL`) or a Path to a SQLite file.
+        page_size: messages per page of the pagers it makes (int >= 1).
+        engine_options: extra keyword arguments for :func:`sqlalchemy.create_engine` (e.g.
+            ``{"connect_args": {"application_name": "agent"}}``, ``{"pool_size": 10}``).
+
+    Raises:
+        TypeError / ValueError: a bad url (names it; only sqlite and postgresql+psycopg),
+            a bad page_size.
+        TransientError: the database could not be reached to create the tables.
+    """
+
+    def __init__(
+        self,
+        url: str | URL | Path,
+        *,
+        page_size: int = 100,
+        engine_options: Mapping[str, Any] | None = None,
+    ) -> None:
+        if isinstance(page_size, bool) or not isinstance(page_size, int):
+            raise TypeError(f"SQLStore: page_size must be an int, got {page_size!r}")
+        if page_size < 1:
+            raise ValueError(f"SQLStore: page_size must be >= 1, got {page_size!r}")
+        if engine_options is not None and not isinstance(engine_options, Mapping):
+            raise TypeError(
+                f"SQLStore: engine_options must be a dict of create_engine arguments, got "
+                f"{engine_options!r}"
+            )
+        self.page_size = page_size
+        parsed = self._parse_url(url)
+        self.url: URL = parsed
+        options: dict[str, Any] = {}
+        backend = parsed.get_backend_name()
+        self.dialect = backend
+        self._memory = backend == "sqlite" and self._is_memory(parsed)
+        if self._memory:
+            options["poolclass"] = StaticPool
+            options["connect_args"] = {"check_same_thread": False}
+        options.update(engine_options or {})
+        try:
+            self._engine: Engine = sa.create_engine(parsed, **options)
+        except (sa_exc.ArgumentError, TypeError) as error:
+            raise ValueError(f"SQLStore: cannot open {self._safe_url(parsed)!r}: {error}") from error
+        if backend == "postgresql":
+            self._reader = self._engine.execution_options(isolation_level="AUTOCOMMIT")
+        else:
+            self._reader = self._engine
+        self._lock: Any = threading.RLock() if self._memory else nullcontext()
+        self._closed = False
+        self._define_tables()
+        with self._errors("create the tables"), self._lock:
+            self._metadata.create_all(self._engine, checkfirst=True)
+
+    # -- construction helpers ----------------------------------------------------------------
+
+    @staticmethod
+    def _parse_url(url: Any) -> URL:
+        if isinstance(url, Path):
+            return URL.create("sqlite", database=str(url))
+        if isinstance(url, URL):
+            parsed = url
+        elif isinstance(url, str):
+            if "://" not in url:
+                raise ValueError(
+                    f"SQLStore: url must be a database URL such as 'sqlite:///file.sqlite', "
+                    f"'sqlite://' or 'postgresql+psycopg://user@host/db' (or a Path to a SQLite "
+                    f"file), got {url!r}"
+                )
+            try:
+                parsed = make_url(url)
+            except sa_exc.ArgumentError as error:
+                raise ValueError(f"SQLStore: cannot parse the url {url!r}: {error}") from None
+        else:
+            raise TypeError(f"SQLStore: url must be a str, URL or Path, got {url!r}")
+        backend, driver = parsed.get_backend_name(), parsed.get_driver_name()
+        if backend == "sqlite":
+            if driver != "pysqlite":
+                raise ValueError(
+                    f"SQLStore: SQLite is opened with the standard sqlite3 module ('sqlite://'), "
+                    f"got driver {driver!r} in {SQLStore._safe_url(parsed)!r}"
+                )
+            return parsed
+        if backend == "postgresql":
+            if "+" not in parsed.drivername:
+                return parsed.set(drivername="postgresql+psycopg")
+            if driver != "psycopg":
+                raise ValueError(
+                    f"SQLStore: PostgreSQL is reached through psycopg 3 ('postgresql+psycopg://' "
+                    f"or 'postgresql://'), got driver {driver!r} in {SQLStore._safe_url(parsed)!r}"
+                )
+            return parsed
+        raise ValueError(
+            f"SQLStore: only SQLite and PostgreSQL are supported, got {SQLStore._safe_url(parsed)!r}"
+        )
+
+    @staticmethod
+    def _is_memory(url: URL) -> bool:
+        return url.database in (None, "", ":memory:") or url.query.get("mode") == "memory"
+
+    @staticmethod
+    def _safe_url(url: URL) -> str:
+        return url.render_as_string(hide_password=True)
+
+    def _define_tables(self) -> None:
+        md = sa.MetaData()
+        self._metadata = md
+        self._conversations = sa.Table(
+            _CONVERSATIONS,
+            md,
+            sa.Column("ordinal", sa.Integer, primary_key=True, autoincrement=True),
+            sa.Column("conversation_id", sa.Text, nullable=False, unique=True),
+            sa.Column("user_id", sa.Text, nullable=True),
+            sa.Column("listing_ids", sa.Text, nullable=True),
+            sa.Column("last_seq", sa.BigInteger, nullable=False),
+        )
+        self._messages = sa.Table(
+            _MESSAGES,
+            md,
+            sa.Column("conversation_id", sa.Text, primary_key=True),
+            sa.Column("seq", sa.BigInteger, primary_key=True, autoincrement=False),
+            sa.Column("message_id", sa.Text, nullable=False),
+            sa.Column("role", sa.String(16), nullable=False),
+            sa.Column("tokens", sa.Integer, nullable=False),
+            sa.Column("content", sa.Text, nullable=True),
+            sa.Column("tool_call_ids", sa.Text, nullable=True),
+            sa.Column("tool_call_id", sa.Text, nullable=True),
+            sa.UniqueConstraint("conversation_id", "message_id", name="uq_convmem_message_id"),
+        )
+        m, c = self._messages, self._conversations
+        columns = (m.c.seq, m.c.message_id, m.c.role, m.c.tokens, m.c.content,
+                   m.c.tool_call_ids, m.c.tool_call_id)
+        where = (
+            (m.c.conversation_id == sa.bindparam("cid"))
+            & (m.c.seq > sa.bindparam("lo"))
+            & (m.c.seq <= sa.bindparam("hi"))
+        )
+        self._page_up = (
+            sa.select(*columns).where(where).order_by(m.c.seq).limit(sa.bindparam("n"))
+        )
+        self._page_down = (
+            sa.select(*columns).where(where).order_by(m.c.seq.desc()).limit(sa.bindparam("n"))
+        )
+        self._last_seq = sa.select(c.c.last_seq).where(c.c.conversation_id == sa.bindparam("cid"))
+        insert = sa_postgresql.insert if self.dialect == "postgresql" else sa_sqlite.insert
+        self._new_conversation = insert(c).on_conflict_do_nothing(index_elements=["conversation_id"])
+        self._bump = (
+            sa.update(c)
+            .where(c.c.conversation_id == sa.bindparam("cid"))
+            .values(last_seq=c.c.last_seq + sa.bindparam("n", type_=sa.BigInteger))
+            .returning(c.c.last_seq, c.c.user_id)
+        )
+
+    # -- errors and state --------------------------------------------------------------------
+
+    @contextmanager
+    def _errors(self, what: str) -> Iterator[None]:
+        try:
+            yield
+        except sa_exc.SQLAlchemyError as error:
+            if is_transient_db_error(error):
+                reason = getattr(error, "orig", None) or error
+                raise TransientError(
+                    f"SQLStore: could not {what} on {self._safe_url(self.url)!r} "
+                    f"({type(reason).__name__}: {str(reason).strip().splitlines()[0]}); "
+                    f"a retry may succeed"
+                ) from error
+            raise
+
+    def _check_open(self, owner: str) -> None:
+        if self._closed:
+            raise ValueError(f"{owner}: the store is closed")
+
+    # -- reading -----------------------------------------------------------------------------
+
+    def _page(self, cid: str, lo: int, hi: int, n: int, *, descending: bool) -> list[Any]:
+        self._check_open("SQLPager")
+        statement = self._page_down if descending else self._page_up
+        with self._errors(f"read a page of conversation {cid!r}"), self._lock:
+            with self._reader.connect() as conn:
+                return list(conn.execute(statement, {"cid": cid, "lo": lo, "hi": hi, "n": n}))
+
+    @staticmethod
+    def _message(cid: str, row: Any) -> Message:
+        seq, message_id, role, tokens, content, tool_call_ids, tool_call_id = row
+        try:
+            return Message(
+                message_id,
+                role,
+                tokens,
+                content,
+                tuple(json.loads(tool_call_ids)) if tool_call_ids else (),
+                tool_call_id,
+            )
+        except (TypeError, ValueError) as error:
+            raise ValueError(
+                f"SQLStore: row seq={seq} of conversation {cid!r} is not a valid message: {error}"
+            ) from error
+
+    def pager(
+        self,
+        conversation_id: str,
+        *,
+        newest_first: bool = False,
+        after: str | None = None,
+        high_water: str | None = None,
+        page_size: int | None = None,
+    ) -> SQLPager:
+        """The ``fetch_page(cursor)`` callable for ``conversation_id``, to pass to load_history.
+
+        Args:
+            conversation_id: the conversation (unknown: an empty conversation).
+            newest_first: page from the newest message to the oldest (each page newest first too).
+                The walk is bounded above by the newest message when its first page is served, so
+                arrivals during it are never served; ``pager.position`` is the mark of that top.
+            after: a mark (from :meth:`high_water_mark`, :meth:`append`, :meth:`cursor_after` or
+                ``SQLPager.position``): serve only messages after it.
+            high_water: a mark: serve only messages up to it, whatever arrives during the walk.
+            page_size: messages per page; default the store's ``page_size``.
+
+        Creating a pager reads nothing (O(1)); each call is one query (see :class:`SQLPager`).
+
+        Raises:
+            TypeError / ValueError: a bad id, a mark that is not one (or is another
+                conversation's), a bad page_size, a closed store.
+        """
+        self._check_open("SQLStore.pager")
+        cid = _check_id("SQLStore.pager", "conversation_id", conversation_id)
+        if not isinstance(newest_first, bool):
+            raise TypeError(f"SQLStore.pager: newest_first must be a bool, got {newest_first!r}")
+        if page_size is None:
+            page_size = self.page_size
+        elif isinstance(page_size, bool) or not isinstance(page_size, int):
+            raise TypeError(f"SQLStore.pager: page_size must be an int, got {page_size!r}")
+        elif page_size < 1:
+            raise ValueError(f"SQLStore.pager: page_size must be >= 1, got {page_size!r}")
+        lo = 0 if after is None else _decode("SQLStore.pager", "after", after, "ma", cid)
+        hi = None if high_water is None else _decode(
+            "SQLStore.pager", "high_water", high_water, "ma", cid
+        )
+        return SQLPager(self, cid, page_size, newest_first, lo, hi)
+
+    def high_water_mark(self, conversation_id: str) -> str:
+        """The mark after the newest message of ``conversation_id`` now (an opaque str).
+
+        ``pager(cid, high_water=mark)`` serves exactly the messages up to it; ``pager(cid,
+        after=mark)`` exactly those appended later. One primary-key lookup.
+
+        Raises:
+            TransientError: as for every call; ValueError on a closed store.
+        """
+        self._check_open("SQLStore.high_water_mark")
+        cid = _check_id("SQLStore.high_water_mark", "conversation_id", conversation_id)
+        with self._errors(f"read the high-water mark of {cid!r}"), self._lock:
+            with self._reader.connect() as conn:
+                last = conn.execute(self._last_seq, {"cid": cid}).scalar()
+        return _encode("m", last or 0, cid)
+
+    def cursor_after(self, conversation_id: str, message_id: str) -> str:
+        """The mark after the message ``message_id``: resume an oldest-first load after it.
+
+        Raises:
+            ValueError: no such message in the conversation (names both), a closed store.
+        """
+        self._check_open("SQLStore.cursor_after")
+        cid = _check_id("SQLStore.cursor_after", "conversation_id", conversation_id)
+        mid = _check_id("SQLStore.cursor_after", "message_id", message_id)
+        m = self._messages
+        query = sa.select(m.c.seq).where((m.c.conversation_id == cid) & (m.c.message_id == mid))
+        with self._errors(f"find message {mid!r} of {cid!r}"), self._lock:
+            with self._reader.connect() as conn:
+                seq = conn.execute(query).scalar()
+        if seq is None:
+            raise ValueError(
+                f"SQLStore.cursor_after: conversation {cid!r} has no message {mid!r}"
+            )
+        return _encode("m", seq, cid)
+
+    def conversation_ids(self) -> list[str]:
+        """Every conversation id, in the order the conversations were first appended to."""
+        self._check_open("SQLStore.conversation_ids")
+        c = self._conversations
+        query = sa.select(c.c.conversation_id).order_by(c.c.ordinal)
+        with self._errors("list the conversations"), self._lock:
+            with self._reader.connect() as conn:
+                return list(conn.execute(query).scalars())
+
+    def conversations(self) -> list[ConversationInfo]:
+        """Every conversation's :class:`ConversationInfo`, in :meth:`conversation_ids` order.
+
+        One query (a grouped count of the messages); O(conversations).
+        """
+        self._check_open("SQLStore.conversations")
+        c, m = self._conversations, self._messages
+        counts = (
+            sa.select(m.c.conversation_id, sa.func.count().label("n"))
+            .group_by(m.c.conversation_id)
+            .subquery()
+        )
+        query = (
+            sa.select(c.c.conversation_id, c.c.user_id, c.c.listing_ids, c.c.last_seq, counts.c.n)
+            .select_from(c.outerjoin(counts, counts.c.conversation_id == c.c.conversation_id))
+            .order_by(c.c.ordinal)
+        )
+        with self._errors("list the conversations"), self._lock:
+            with self._reader.connect() as conn:
+                rows = list(conn.execute(query))
+        return [
+            ConversationInfo(
+                cid,
+                user_id,
+                tuple(json.loads(listing_ids)) if listing_ids else (),
+                n or 0,
+                _encode("m", last_seq, cid),
+            )
+            for cid, user_id, listing_ids, last_seq, n in rows
+        ]
+
+    # -- writing -----------------------------------------------------------------------------
+
+    def append(
+        self,
+        conversation_id: str,
+        messages: Sequence[Message],
+        *,
+        user_id: str | None = None,
+    ) -> str:
+        """Append ``messages`` (in order) to a conversation, in one transaction; returns the mark.
+
+        The messages get the next sequence numbers; the conversation is created on its first
+        append (with ``user_id``). All or nothing: a message id the conversation already holds
+        (or one repeated in ``messages``) is a ValueError and nothing is written. Appends to one
+        conversation are serialized (its conversations row is locked until commit), so sequence
+        numbers are gapless and in commit order. O(len(messages)) rows written.
+
+        Returns:
+            the high-water mark just after the last appended message.
+
+        Raises:
+            TypeError / ValueError: a bad id, not a list of Message, a repeated or existing message
+                id (names it), a user_id other than the conversation's, a closed store.
+            TransientError: the database failed in a way a retry can cure (nothing was written).
+        """
+        self._check_open("SQLStore.append")
+        cid = _check_id("SQLStore.append", "conversation_id", conversation_id)
+        if user_id is not None:
+            _check_id("SQLStore.append", "user_id", user_id)
+        batch = _message_rows("SQLStore.append", messages)
+        with self._errors(f"append to conversation {cid!r}"), self._lock:
+            with self._engine.begin() as conn:
+                last = self._append(conn, "SQLStore.append", cid, batch, user_id, None)
+        return _encode("m", last, cid)
+
+    def _append(
+        self,
+        conn: Any,
+        owner: str,
+        cid: str,
+        batch: list[Message],
+        user_id: str | None,
+        listing_ids: Sequence[str] | None,
+    ) -> int:
+        conn.execute(
+            self._new_conversation,
+            {
+                "conversation_id": cid,
+                "user_id": user_id,
+                "listing_ids": json.dumps(list(listing_ids)) if listing_ids else None,
+                "last_seq": 0,
+            },
+        )
+        last, stored_user = conn.execute(self._bump, {"cid": cid, "n": len(batch)}).one()
+        if user_id is not None and stored_user != user_id:
+            raise ValueError(
+                f"{owner}: conversation {cid!r} belongs to user_id {stored_user!r}, not {user_id!r}"
+            )
+        if not batch:
+            return int(last)
+        m = self._messages
+        ids = [message.id for message in batch]
+        for start in range(0, len(ids), _DUPLICATE_CHECK_CHUNK):
+            chunk = ids[start : start + _DUPLICATE_CHECK_CHUNK]
+            taken = conn.execute(
+                sa.select(m.c.message_id)
+                .where((m.c.conversation_id == cid) & m.c.message_id.in_(chunk))
+                .limit(1)
+            ).scalar()
+            if taken is not None:
+                raise ValueError(f"{owner}: conversation {cid!r} already holds message {taken!r}")
+        first = int(last) - len(batch) + 1
+        conn.execute(
+            m.insert(),
+            [
+                {
+                    "conversation_id": cid,
+                    "seq": first + i,
+                    "message_id": message.id,
+                    "role": message.role,
+                    "tokens": message.tokens,
+                    "content": message.content,
+                    "tool_call_ids": json.dumps(message.tool_call_ids)
+                    if message.tool_call_ids
+                    else None,
+                    "tool_call_id": message.tool_call_id,
+                }
+                for i, message in enumerate(batch)
+            ],
+        )
+        return int(last)
+
+    @classmethod
+    def from_conversations(
+        cls,
+        url: str | URL | Path,
+        conversations: Iterable[Any],
+        *,
+        page_size: int = 100,
+        engine_options: Mapping[str, Any] | None = None,
+    ) -> SQLStore:
+        """A store at ``url`` filled with ``conversations`` (what :func:`convmem.load_conversations`
+        returns), in one transaction: each conversation's messages in order, its user id and
+        listing ids. Returns the open store.
+
+        Raises:
+            TypeError: an item is not a :class:`convmem.Conversation`.
+            ValueError: a conversation id already in the database, or repeated (nothing written).
+            TransientError: as for :meth:`append`.
+        """
+        from .conversations import Conversation
+
+        items = list(conversations) if isinstance(conversations, Iterable) else None
+        if items is None or isinstance(conversations, (str, bytes, Mapping)):
+            raise TypeError(
+                f"SQLStore.from_conversations: conversations must be a list of Conversation, got "
+                f"{conversations!r}"
+            )
+        seen: set[str] = set()
+        for position, conv in enumerate(items):
+            if not isinstance(conv, Conversation):
+                raise TypeError(
+                    f"SQLStore.from_conversations: conversations[{position}] must be a "
+                    f"Conversation, got {conv!r}"
+                )
+            if conv.id in seen:
+                raise ValueError(
+                    f"SQLStore.from_conversations: conversations[{position}] repeats the id "
+                    f"{conv.id!r}"
+                )
+            seen.add(conv.id)
+        store = cls(url, page_size=page_size, engine_options=engine_options)
+        try:
+            existing = set(store.conversation_ids()) & seen
+            if existing:
+                raise ValueError(
+                    f"SQLStore.from_conversations: {store._safe_url(store.url)!r} already holds "
+                    f"conversation(s) {sorted(existing)!r}"
+                )
+            with store._errors("fill the store"), store._lock:
+                with store._engine.begin() as conn:
+                    for conv in items:
+                        store._append(
+                            conn,
+                            "SQLStore.from_conversations",
+                            conv.id,
+                            list(conv.messages),
+                            conv.user_id,
+                            conv.listing_ids,
+                        )
+        except BaseException:
+            store.close()
+            raise
+        return store
+
+    # -- lifetime ----------------------------------------------------------------------------
+
+    def close(self) -> None:
+        """Close every pooled connection (an in-memory database is gone after this). Idempotent."""
+        if not self._closed:
+            self._closed = True
+            self._engine.dispose()
+
+    def __enter__(self) -> SQLStore:
+        return self
+
+    def __exit__(self, *exc_info: Any) -> None:
+        self.close()
+
+    def __repr__(self) -> str:
+        state = ", closed" if self._closed else ""
+        return f"SQLStore({self._safe_url(self.url)!r}, page_size={self.page_size}{state})"
+
+
+def __getattr__(name: str) -> Any:
     # The test doubles moved to convmem.testing (issue 12); the old names still resolve, with a
     # DeprecationWarning, until every caller imports them from there.
     from .testing import _moved
