@@ -7,6 +7,9 @@ Three parts (SPEC §3-§5), each usable alone:
   agents need (pins, tool-call groups, trigger/target compaction, budgeted summaries).
 * :func:`evict_conversations` forgets whole past conversations that mention too many listings.
 
+Conversations live in a :class:`~convmem.stores.SQLStore` (SQLite, PostgreSQL); the test doubles
+(fake stores, fault injection, a virtual clock) are in :mod:`convmem.testing`.
+
 Everything public is exported here; ``convmem`` never imports streamlit.
 """
 
@@ -97,6 +100,7 @@ __all__ = [
     "replay",
     "ReplayStats",
     "ROLES",
+    "SQLStore",
     "STOP_REASONS",
     "Summarizer",
     "SummarizerError",
@@ -112,6 +116,12 @@ __all__ = [
 
 
 def __getattr__(name: str):
+    # SQLStore is imported on first use: it pulls in SQLAlchemy (~0.4 s), which History and the
+    # dashboard's pages never need.
+    if name == "SQLStore":
+        from .stores import SQLStore
+
+        return SQLStore
     # The test doubles moved to convmem.testing (issue 12); the old names still resolve, with a
     # DeprecationWarning, until every caller imports them from there.
     from .testing import _moved

@@ -46,14 +46,10 @@ The contract a store keeps so that appends during a load are neither skipped nor
 
 from __future__ import annotations
 
-import base64
-import binascii
 import json
 import threading
-import zlib
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from contextlib import contextmanager, nullcontext
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -65,11 +61,19 @@ from sqlalchemy.engine import URL, Engine, make_url
 from sqlalchemy.pool import StaticPool
 
 from .errors import TransientError
+from .keyset import (
+    ConversationInfo,
+    KeysetPager,
+    _check_id,
+    _encode,
+    _message_rows,
+    new_pager,
+)
 from .message import Message
 
 __all__ = [
     "ConversationInfo",
-    "SQLPager",
+    "KeysetPager",
     "SQLStore",
     "TRANSIENT_SQLSTATES",
     "is_transient_db_error",
@@ -87,8 +91,6 @@ TRANSIENT_SQLSTATES: frozenset[str] = frozenset(
 #: code (the low byte is the primary code).
 _SQLITE_TRANSIENT = frozenset({5, 6})
 
-#: The largest sequence number (PostgreSQL BIGINT); an unbounded walk uses it as its upper bound.
-_MAX_SEQ = 2**63 - 1
 _MESSAGES = "convmem_messages"
 _CONVERSATIONS = "convmem_conversations"
 _DUPLICATE_CHECK_CHUNK = 500
@@ -129,204 +131,6 @@ def is_transient_db_error(error: BaseException) -> bool:
     return module.startswith("psycopg") and isinstance(error, sa_exc.OperationalError)
 
 
-# -- cursors ---------------------------------------------------------------------------------------
-#
-# A cursor or mark is urlsafe base64 (no padding) of "<kind><seq>.<crc32 of the conversation id>":
-# kind "a" = oldest-first cursor, "d" = newest-first cursor, "m" = a mark. An "a" cursor and a mark
-# both name the position after message <seq>; a "d" cursor names the position before it.
-
-
-def _conversation_tag(conversation_id: str) -> str:
-    return f"{zlib.crc32(conversation_id.encode('utf-8')):08x}"
-
-
-def _encode(kind: str, seq: int, conversation_id: str) -> str:
-    raw = f"{kind}{seq}.{_conversation_tag(conversation_id)}".encode("ascii")
-    return base64.urlsafe_b64encode(raw).rstrip(b"=").decode("ascii")
-
-
-def _decode(owner: str, name: str, value: Any, kinds: str, conversation_id: str) -> int:
-    """The sequence number in ``value``, a cursor or mark of one of ``kinds`` for this conversation.
-
-    Raises ValueError naming the argument and the value for anything else.
-    """
-    expected = {
-        "a": "an oldest-first cursor",
-        "d": "a newest-first cursor",
-        "m": "a mark from high_water_mark/append",
-    }
-    what = " or ".join(expected[k] for k in kinds)
-    if not isinstance(value, str):
-        raise TypeError(f"{owner}: {name} must be {what} (a str), got {value!r}")
-    try:
-        raw = base64.urlsafe_b64decode(value + "=" * (-len(value) % 4)).decode("ascii")
-    except (binascii.Error, UnicodeDecodeError, ValueError):
-        raw = ""
-    kind, _, rest = raw[:1], None, raw[1:]
-    seq_text, dot, tag = rest.partition(".")
-    if not (kind and dot and seq_text.isdigit() and seq_text == str(int(seq_text))):
-        raise ValueError(f"{owner}: {name} {value!r} is not a cursor this store issued")
-    if kind not in kinds:
-        raise ValueError(f"{owner}: {name} {value!r} is {expected.get(kind, 'unknown')}, not {what}")
-    if tag != _conversation_tag(conversation_id):
-        raise ValueError(
-            f"{owner}: {name} {value!r} was issued for another conversation, not "
-            f"{conversation_id!r}"
-        )
-    seq = int(seq_text)
-    if seq > _MAX_SEQ:
-        raise ValueError(f"{owner}: {name} {value!r} is out of range")
-    return seq
-
-
-# -- values ----------------------------------------------------------------------------------------
-
-
-@dataclass(frozen=True, slots=True)
-class ConversationInfo:
-    """What the store knows about a conversation besides its messages.
-
-    Attributes:
-        id: the conversation id.
-        user_id: the user (shopper) it belongs to, or None.
-        listing_ids: the listing ids it mentions, in order of mention, with repeats (as
-            :class:`convmem.Conversation` has them; () when appended message by message).
-        messages: how many messages it holds.
-        mark: the high-water mark now (the position after its newest message).
-    """
-
-    id: str
-    user_id: str | None
-    listing_ids: tuple[str, ...]
-    messages: int
-    mark: str
-
-
-def _check_id(owner: str, name: str, value: Any) -> str:
-    if not isinstance(value, str):
-        raise TypeError(f"{owner}: {name} must be a str, got {value!r}")
-    if not value:
-        raise ValueError(f"{owner}: {name} must be a non-empty str, got ''")
-    return value
-
-
-def _message_rows(owner: str, messages: Any) -> list[Message]:
-    if not isinstance(messages, Iterable) or isinstance(messages, (str, bytes, Mapping)):
-        raise TypeError(f"{owner}: messages must be a list of Message, got {messages!r}")
-    batch = list(messages)
-    seen: set[str] = set()
-    for position, message in enumerate(batch):
-        if not isinstance(message, Message):
-            raise TypeError(f"{owner}: messages[{position}] must be a Message, got {message!r}")
-        if message.id in seen:
-            raise ValueError(f"{owner}: messages[{position}] repeats the id {message.id!r}")
-        seen.add(message.id)
-    return batch
-
-
-# -- the pager -------------------------------------------------------------------------------------
-
-
-class SQLPager:
-    """The ``fetch_page(cursor)`` callable of one conversation (made by :meth:`SQLStore.pager`).
-
-    ``pager(cursor)`` (also ``pager.fetch_page(cursor)``) returns ``(page, next_cursor)``: up to
-    ``page_size`` messages and the cursor of the next page, or None after the last page. The first
-    call passes None. Oldest first, each page and the walk are in conversation order; newest first,
-    each page and the walk go from the newest message to the oldest. One indexed range query per
-    call (keyset on ``(conversation_id, seq)``): O(log n + page_size), whatever page it is.
-
-    Attributes:
-        conversation_id, page_size, newest_first: as given.
-        after: the sequence number the walk starts after (0: the start).
-        high_water: the last sequence number the walk may serve (None: no bound; an oldest-first
-            walk then includes what arrives before it reaches the end).
-        position: the mark after the newest message served so far (oldest first), or the
-            store's mark at the time the first page was served (newest first); pass it as
-            ``after=`` for a follow-up that returns only what arrived since. None before any page.
-
-    Raises (from a call):
-        TransientError: the database failed in a way a retry can cure (``__cause__`` is the
-            SQLAlchemy error); load_history retries it with the same cursor.
-        ValueError: a cursor this pager did not issue (names it), a closed store.
-    """
-
-    __slots__ = (
-        "_store",
-        "conversation_id",
-        "page_size",
-        "newest_first",
-        "after",
-        "high_water",
-        "_top",
-        "_position",
-    )
-
-    def __init__(
-        self,
-        store: SQLStore,
-        conversation_id: str,
-        page_size: int,
-        newest_first: bool,
-        after: int,
-        high_water: int | None,
-    ) -> None:
-        self._store = store
-        self.conversation_id = conversation_id
-        self.page_size = page_size
-        self.newest_first = newest_first
-        self.after = after
-        self.high_water = high_water
-        self._top: int | None = None  # newest first: the upper bound fixed by the first page
-        self._position: int | None = None
-
-    @property
-    def position(self) -> str | None:
-        """The mark after the newest message this walk served (see the class doc), or None."""
-        if self._position is None:
-            return None
-        return _encode("m", self._position, self.conversation_id)
-
-    def fetch_page(self, cursor: str | None) -> tuple[list[Message], str | None]:
-        """The page at ``cursor`` (None: the first page) and the next cursor (None: the end)."""
-        cid = self.conversation_id
-        hi = _MAX_SEQ if self.high_water is None else self.high_water
-        if self.newest_first:
-            if cursor is None:
-                upper = hi  # inclusive
-            else:
-                upper = _decode("SQLPager", "cursor", cursor, "d", cid) - 1
-                upper = min(upper, hi)
-            rows = self._store._page(cid, self.after, upper, self.page_size + 1, descending=True)
-            if cursor is None and self._position is None:
-                top = rows[0][0] if rows else self.after
-                self._position = top
-        else:
-            lower = self.after if cursor is None else _decode("SQLPager", "cursor", cursor, "a", cid)
-            lower = max(lower, self.after)
-            rows = self._store._page(cid, lower, hi, self.page_size + 1, descending=False)
-        more = len(rows) > self.page_size
-        rows = rows[: self.page_size]
-        page = [self._store._message(cid, row) for row in rows]
-        if not self.newest_first:
-            last = rows[-1][0] if rows else (self.after if cursor is None else lower)
-            if self._position is None or last > self._position:
-                self._position = last
-        if not more:
-            return page, None
-        return page, _encode("d" if self.newest_first else "a", rows[-1][0], cid)
-
-    __call__ = fetch_page
-
-    def __repr__(self) -> str:
-        order = "newest first" if self.newest_first else "oldest first"
-        bound = "" if self.high_water is None else f", high_water={self.high_water}"
-        return (
-            f"SQLPager({self.conversation_id!r}, {order}, page_size={self.page_size}, "
-            f"after={self.after}{bound})"
-        )
-
-
 # -- the store -------------------------------------------------------------------------------------
 
 
@@ -348,7 +152,7 @@ class SQLStore:
       thread from a pool; a writer waits up to 5 s for SQLite's lock, then TransientError;
     * ``"postgresql+psycopg://user:pw@host:port/db"`` (``postgresql://`` means psycopg 3 too).
 
-    Paging is keyset on ``(conversation_id, seq)`` with opaque cursors: see :class:`SQLPager`
+    Paging is keyset on ``(conversation_id, seq)`` with opaque cursors: see :class:`~convmem.keyset.KeysetPager`
     and the module doc for the contract (stable, monotonic cursors; high-water marks; offset
     cursors by contrast). An unknown conversation is an empty one (its pager serves one empty page).
 
@@ -533,7 +337,7 @@ class SQLStore:
     # -- reading -----------------------------------------------------------------------------
 
     def _page(self, cid: str, lo: int, hi: int, n: int, *, descending: bool) -> list[Any]:
-        self._check_open("SQLPager")
+        self._check_open("SQLStore.pager")
         statement = self._page_down if descending else self._page_up
         with self._errors(f"read a page of conversation {cid!r}"), self._lock:
             with self._reader.connect() as conn:
@@ -564,7 +368,7 @@ class SQLStore:
         after: str | None = None,
         high_water: str | None = None,
         page_size: int | None = None,
-    ) -> SQLPager:
+    ) -> KeysetPager:
         """The ``fetch_page(cursor)`` callable for ``conversation_id``, to pass to load_history.
 
         Args:
@@ -573,31 +377,22 @@ class SQLStore:
                 The walk is bounded above by the newest message when its first page is served, so
                 arrivals during it are never served; ``pager.position`` is the mark of that top.
             after: a mark (from :meth:`high_water_mark`, :meth:`append`, :meth:`cursor_after` or
-                ``SQLPager.position``): serve only messages after it.
+                ``KeysetPager.position``): serve only messages after it.
             high_water: a mark: serve only messages up to it, whatever arrives during the walk.
             page_size: messages per page; default the store's ``page_size``.
 
-        Creating a pager reads nothing (O(1)); each call is one query (see :class:`SQLPager`).
+        Creating a pager reads nothing (O(1)); each call is one query (see
+        :class:`~convmem.keyset.KeysetPager`).
 
         Raises:
             TypeError / ValueError: a bad id, a mark that is not one (or is another
                 conversation's), a bad page_size, a closed store.
         """
         self._check_open("SQLStore.pager")
-        cid = _check_id("SQLStore.pager", "conversation_id", conversation_id)
-        if not isinstance(newest_first, bool):
-            raise TypeError(f"SQLStore.pager: newest_first must be a bool, got {newest_first!r}")
-        if page_size is None:
-            page_size = self.page_size
-        elif isinstance(page_size, bool) or not isinstance(page_size, int):
-            raise TypeError(f"SQLStore.pager: page_size must be an int, got {page_size!r}")
-        elif page_size < 1:
-            raise ValueError(f"SQLStore.pager: page_size must be >= 1, got {page_size!r}")
-        lo = 0 if after is None else _decode("SQLStore.pager", "after", after, "ma", cid)
-        hi = None if high_water is None else _decode(
-            "SQLStore.pager", "high_water", high_water, "ma", cid
+        return new_pager(
+            self, "SQLStore.pager", conversation_id, newest_first, after, high_water,
+            self.page_size if page_size is None else page_size,
         )
-        return SQLPager(self, cid, page_size, newest_first, lo, hi)
 
     def high_water_mark(self, conversation_id: str) -> str:
         """The mark after the newest message of ``conversation_id`` now (an opaque str).

@@ -6,8 +6,9 @@ Split by concern:
 * :mod:`convmem.testing.clock` - :class:`VirtualClock`: inject as ``sleep=`` and ``clock=``; no real
   time passes.
 * :mod:`convmem.testing.stores` - :class:`PagedStore` (an in-memory store over a list of messages,
-  ``page_size`` per page, offset cursors) and :class:`ScriptedStore` (a store from a script
-  ``cursor -> responses``, the CASES.md notation).
+  ``page_size`` per page, offset cursors), :class:`ScriptedStore` (a store from a script
+  ``cursor -> responses``, the CASES.md notation) and :class:`MemoryStore` (in memory, with
+  :class:`convmem.stores.SQLStore`'s API: appends, keyset cursors, high-water marks).
 * :mod:`convmem.testing.faults` - :class:`FaultConfig` + :class:`FlakyStore`: seeded, deterministic
   fault injection over a store: transient failures (with bursts), repeated cursors, cursor cycles,
   wrap-around, empty pages, overlapping pages. Every call is recorded.
@@ -42,7 +43,7 @@ from .faults import (
     FlakyCall,
     FlakyStore,
 )
-from .stores import PagedStore, ScriptedStore
+from .stores import MemoryStore, PagedStore, ScriptedStore
 from .truth import TruthDiff, compare_to_truth
 
 __all__ = [
@@ -57,6 +58,7 @@ __all__ = [
     "FaultConfig",
     "FlakyCall",
     "FlakyStore",
+    "MemoryStore",
     "PagedStore",
     "ScriptedStore",
     "TruthDiff",

@@ -1,14 +1,17 @@
-"""In-memory fake stores: :class:`PagedStore` over a list, :class:`ScriptedStore` from a script."""
+"""In-memory fake stores: :class:`PagedStore` over a list, :class:`ScriptedStore` from a script,
+:class:`MemoryStore` with SQLStore's API."""
 
 from __future__ import annotations
 
+import threading
 from collections.abc import Mapping, Sequence
 from typing import Any
 
+from ..keyset import ConversationInfo, KeysetPager, _check_id, _encode, _message_rows, new_pager
 from ..message import Message
 from ._checks import _is_int, _message_tuple
 
-__all__ = ["PagedStore", "ScriptedStore"]
+__all__ = ["MemoryStore", "PagedStore", "ScriptedStore"]
 
 
 class PagedStore:
@@ -188,3 +191,170 @@ class ScriptedStore:
     def __repr__(self) -> str:
         return f"ScriptedStore({len(self._script)} cursors, {len(self.calls)} calls)"
 
+
+
+# -- MemoryStore -----------------------------------------------------------------------------------
+
+
+class MemoryStore:
+    """An in-memory store with :class:`convmem.stores.SQLStore`'s API: appends, keyset cursors,
+    high-water marks, newest-first paging. The reference the store suite checks every SQL backend
+    against, and a store for tests that need appends without a database.
+
+    Each conversation is a list; a message's sequence number is its 1-based index, so a page is a
+    slice: O(page_size) per call, O(len(messages)) per append. One lock serializes every call
+    (thread-safe; an append is all or nothing). ``pager()`` returns the same
+    :class:`~convmem.keyset.KeysetPager` SQLStore does.
+
+    Raises:
+        TypeError / ValueError: as SQLStore's methods (bad ids, a repeated or existing message id,
+            a cursor or mark it did not issue, a closed store).
+
+    >>> from convmem import Message, load_history
+    >>> store = MemoryStore(page_size=2)
+    >>> mark = store.append("c1", [Message(f"m{i}", "user", 1) for i in range(3)])
+    >>> _ = store.append("c1", [Message("late", "user", 1)])
+    >>> [m.id for m in load_history(store.pager("c1", high_water=mark))]
+    ['m0', 'm1', 'm2']
+    >>> [m.id for m in load_history(store.pager("c1", after=mark))]
+    ['late']
+    """
+
+    def __init__(self, *, page_size: int = 100) -> None:
+        if not _is_int(page_size):
+            raise TypeError(f"MemoryStore: page_size must be an int, got {page_size!r}")
+        if page_size < 1:
+            raise ValueError(f"MemoryStore: page_size must be >= 1, got {page_size!r}")
+        self.page_size = page_size
+        self._messages: dict[str, list[Message]] = {}
+        self._ids: dict[str, set[str]] = {}
+        self._users: dict[str, str | None] = {}
+        self._listings: dict[str, tuple[str, ...]] = {}
+        self._lock = threading.Lock()
+        self._closed = False
+
+    def _check_open(self, owner: str) -> None:
+        if self._closed:
+            raise ValueError(f"{owner}: the store is closed")
+
+    # -- what KeysetPager calls ------------------------------------------------------------------
+
+    def _page(self, cid: str, lo: int, hi: int, n: int, *, descending: bool) -> list[Any]:
+        self._check_open("MemoryStore.pager")
+        with self._lock:
+            messages = self._messages.get(cid, [])
+            top = min(hi, len(messages))
+            if descending:
+                seqs = range(top, max(lo, top - n), -1)
+            else:
+                seqs = range(lo + 1, min(top, lo + n) + 1)
+            return [(seq, messages[seq - 1]) for seq in seqs]
+
+    @staticmethod
+    def _message(cid: str, row: Any) -> Message:
+        return row[1]
+
+    # -- the API ---------------------------------------------------------------------------------
+
+    def pager(
+        self,
+        conversation_id: str,
+        *,
+        newest_first: bool = False,
+        after: str | None = None,
+        high_water: str | None = None,
+        page_size: int | None = None,
+    ) -> KeysetPager:
+        """The ``fetch_page(cursor)`` callable for a conversation; as :meth:`SQLStore.pager`."""
+        self._check_open("MemoryStore.pager")
+        return new_pager(
+            self, "MemoryStore.pager", conversation_id, newest_first, after, high_water,
+            self.page_size if page_size is None else page_size,
+        )
+
+    def append(
+        self,
+        conversation_id: str,
+        messages: Sequence[Message],
+        *,
+        user_id: str | None = None,
+        listing_ids: Sequence[str] = (),
+    ) -> str:
+        """Append ``messages`` to a conversation (all or nothing); returns the mark after them."""
+        self._check_open("MemoryStore.append")
+        cid = _check_id("MemoryStore.append", "conversation_id", conversation_id)
+        if user_id is not None:
+            _check_id("MemoryStore.append", "user_id", user_id)
+        batch = _message_rows("MemoryStore.append", messages)
+        with self._lock:
+            known = self._ids.get(cid, set())
+            for message in batch:
+                if message.id in known:
+                    raise ValueError(
+                        f"MemoryStore.append: conversation {cid!r} already holds message "
+                        f"{message.id!r}"
+                    )
+            if cid in self._users:
+                if user_id is not None and self._users[cid] != user_id:
+                    raise ValueError(
+                        f"MemoryStore.append: conversation {cid!r} belongs to user_id "
+                        f"{self._users[cid]!r}, not {user_id!r}"
+                    )
+            else:
+                self._users[cid] = user_id
+                self._listings[cid] = tuple(listing_ids)
+                self._messages[cid] = []
+                self._ids[cid] = known
+            self._messages[cid].extend(batch)
+            known.update(message.id for message in batch)
+            return _encode("m", len(self._messages[cid]), cid)
+
+    def high_water_mark(self, conversation_id: str) -> str:
+        """The mark after the newest message of the conversation now."""
+        self._check_open("MemoryStore.high_water_mark")
+        cid = _check_id("MemoryStore.high_water_mark", "conversation_id", conversation_id)
+        with self._lock:
+            return _encode("m", len(self._messages.get(cid, ())), cid)
+
+    def cursor_after(self, conversation_id: str, message_id: str) -> str:
+        """The mark after message ``message_id`` (ValueError if the conversation lacks it). O(n)."""
+        self._check_open("MemoryStore.cursor_after")
+        cid = _check_id("MemoryStore.cursor_after", "conversation_id", conversation_id)
+        mid = _check_id("MemoryStore.cursor_after", "message_id", message_id)
+        with self._lock:
+            for seq, message in enumerate(self._messages.get(cid, ()), start=1):
+                if message.id == mid:
+                    return _encode("m", seq, cid)
+        raise ValueError(f"MemoryStore.cursor_after: conversation {cid!r} has no message {mid!r}")
+
+    def conversation_ids(self) -> list[str]:
+        """Every conversation id, in the order they were first appended to."""
+        self._check_open("MemoryStore.conversation_ids")
+        with self._lock:
+            return list(self._messages)
+
+    def conversations(self) -> list[ConversationInfo]:
+        """Every conversation's ConversationInfo, in :meth:`conversation_ids` order."""
+        self._check_open("MemoryStore.conversations")
+        with self._lock:
+            return [
+                ConversationInfo(
+                    cid, self._users[cid], self._listings[cid], len(messages),
+                    _encode("m", len(messages), cid),
+                )
+                for cid, messages in self._messages.items()
+            ]
+
+    def close(self) -> None:
+        """Forget everything; later calls raise ValueError. Idempotent."""
+        self._closed = True
+        self._messages.clear()
+
+    def __enter__(self) -> MemoryStore:
+        return self
+
+    def __exit__(self, *exc_info: Any) -> None:
+        self.close()
+
+    def __repr__(self) -> str:
+        return f"MemoryStore({len(self._messages)} conversations, page_size={self.page_size})"
