@@ -49,8 +49,9 @@ def _conversation_tag(conversation_id: str) -> str:
     return f"{zlib.crc32(conversation_id.encode('utf-8')):08x}"
 
 
-def _encode(kind: str, seq: int, conversation_id: str) -> str:
-    raw = f"{kind}{seq}.{_conversation_tag(conversation_id)}".encode("ascii")
+def _encode(kind: str, seq: int, conversation_id: str, *, tagged: bool = False) -> str:
+    tag = conversation_id if tagged else _conversation_tag(conversation_id)
+    raw = f"{kind}{seq}.{tag}".encode("ascii")
     return base64.urlsafe_b64encode(raw).rstrip(b"=").decode("ascii")
 
 
@@ -68,15 +69,22 @@ def _decode(owner: str, name: str, value: Any, kinds: str, conversation_id: str)
     if not isinstance(value, str):
         raise TypeError(f"{owner}: {name} must be {what} (a str), got {value!r}")
     try:
-        raw = base64.urlsafe_b64decode(value + "=" * (-len(value) % 4)).decode("ascii")
+        raw = base64.b64decode(value + "=" * (-len(value) % 4), altchars=b"-_", validate=True)
+        text = raw.decode("ascii")
     except (binascii.Error, UnicodeDecodeError, ValueError):
-        raw = ""
-    kind, _, rest = raw[:1], None, raw[1:]
-    seq_text, dot, tag = rest.partition(".")
-    if not (kind and dot and seq_text.isdigit() and seq_text == str(int(seq_text))):
+        text = ""
+    kind, (seq_text, dot, tag) = text[:1], text[1:].partition(".")
+    # canonical: exactly what _encode writes for some kind, seq and conversation
+    if not (
+        kind in expected
+        and dot
+        and seq_text.isdigit()
+        and len(tag) == 8
+        and _encode(kind, int(seq_text), tag, tagged=True) == value
+    ):
         raise ValueError(f"{owner}: {name} {value!r} is not a cursor this store issued")
     if kind not in kinds:
-        raise ValueError(f"{owner}: {name} {value!r} is {expected.get(kind, 'unknown')}, not {what}")
+        raise ValueError(f"{owner}: {name} {value!r} is {expected[kind]}, not {what}")
     if tag != _conversation_tag(conversation_id):
         raise ValueError(
             f"{owner}: {name} {value!r} was issued for another conversation, not "
