@@ -373,3 +373,44 @@ def test_from_conversations_refuses_bad_input(sample):
         SQLStore.from_conversations("sqlite://", [sample[0], sample[0]])
     with pytest.raises(TypeError, match="must be a list of Conversation"):
         SQLStore.from_conversations("sqlite://", "conversations.jsonl")
+
+
+# -- the bundled sample store ------------------------------------------------------------------------
+
+
+def _sample_script():
+    import importlib.util
+
+    spec = importlib.util.spec_from_file_location(
+        "make_sample_data", ROOT / "scripts" / "make_sample_data.py"
+    )
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def test_the_committed_sample_store_holds_the_sample_conversations(sample):
+    path = ROOT / "sample_data" / "shoppers.sqlite"
+    assert path.is_file() and path.stat().st_size < 400_000
+    before = path.read_bytes()
+    with SQLStore(path, page_size=10) as store:
+        assert store.conversation_ids() == [c.id for c in sample]
+        for conv in sample:
+            assert load_history(store.pager(conv.id)) == list(conv.messages)
+        assert sum(i.messages for i in store.conversations()) == 435
+    assert path.read_bytes() == before  # reading never writes to the file
+    script = _sample_script()
+    assert script.sqlite_is_current(path, SAMPLE.read_text(encoding="utf-8"))
+
+
+def test_the_sample_check_sees_a_stale_store(tmp_path, sample):
+    script = _sample_script()
+    jsonl = SAMPLE.read_text(encoding="utf-8")
+    path = tmp_path / "shoppers.sqlite"
+    script.write_sqlite(path, jsonl)
+    assert script.sqlite_is_current(path, jsonl)
+    with SQLStore(path) as store:
+        store.append(sample[0].id, [Message("extra", "user", 1)])
+    assert not script.sqlite_is_current(path, jsonl)
+    script.write_sqlite(path, jsonl)  # replaces the file
+    assert script.sqlite_is_current(path, jsonl)
