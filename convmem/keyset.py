@@ -175,7 +175,6 @@ class KeysetPager:
         "newest_first",
         "after",
         "high_water",
-        "_top",
         "_position",
     )
 
@@ -194,7 +193,6 @@ class KeysetPager:
         self.newest_first = newest_first
         self.after = after
         self.high_water = high_water
-        self._top: int | None = None  # newest first: the upper bound fixed by the first page
         self._position: int | None = None
 
     @property
@@ -219,8 +217,9 @@ class KeysetPager:
                 top = rows[0][0] if rows else self.after
                 self._position = top
         else:
-            lower = self.after if cursor is None else _decode("KeysetPager", "cursor", cursor, "a", cid)
-            lower = max(lower, self.after)
+            lower = self.after
+            if cursor is not None:
+                lower = max(lower, _decode("KeysetPager", "cursor", cursor, "a", cid))
             rows = self._store._page(cid, lower, hi, self.page_size + 1, descending=False)
         more = len(rows) > self.page_size
         rows = rows[: self.page_size]

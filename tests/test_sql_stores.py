@@ -13,6 +13,8 @@ import random
 import threading
 
 import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
 from convmem import Message, PageLoadError, TransientError, load_history, load_history_with_report
 from convmem.keyset import KeysetPager
@@ -424,3 +426,67 @@ def test_a_page_load_error_keeps_the_loaded_prefix(make_store):
     # resume from the cursor it failed at: the rest, once
     assert ids(load_history(lambda c: pager(caught.value.cursor if c is None else c))) == [
         "m4", "m5"]
+
+
+# -- bounds against a brute-force reference (hypothesis) ----------------------------------------------
+
+
+@pytest.fixture(scope="module")
+def shared_stores():
+    """One MemoryStore and one in-memory SQLStore, reused across hypothesis examples (each example
+    writes its own conversation id)."""
+    from convmem.stores import SQLStore
+    from convmem.testing import MemoryStore
+
+    stores = [MemoryStore(), SQLStore("sqlite://")]
+    yield stores
+    for s in stores:
+        s.close()
+
+
+_example = iter(range(10**9))
+
+
+@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(
+    batches=st.lists(st.integers(0, 5), min_size=1, max_size=6),
+    lo_batch=st.integers(0, 6),
+    hi_batch=st.integers(0, 6),
+    page_size=st.integers(1, 4),
+    newest_first=st.booleans(),
+    use_lo=st.booleans(),
+    use_hi=st.booleans(),
+)
+def test_any_bounds_and_order_serve_exactly_the_reference_slice(
+    shared_stores, batches, lo_batch, hi_batch, page_size, newest_first, use_lo, use_hi
+):
+    """Appends in batches, a mark after each; a walk between any two marks, either way, with any
+    page size, is exactly the slice of the appended list (reversed newest first)."""
+    for store in shared_stores:
+        cid = f"h{next(_example)}"
+        truth, marks = [], [store.high_water_mark(cid)]
+        for b, size in enumerate(batches):
+            new = [Message(f"b{b}m{i}", "user", i) for i in range(size)]
+            marks.append(store.append(cid, new))
+            truth += new
+        ends = [0]
+        for size in batches:
+            ends.append(ends[-1] + size)
+        lo = min(lo_batch, len(batches)) if use_lo else 0
+        hi = min(hi_batch, len(batches)) if use_hi else len(batches)
+        pager = store.pager(cid, newest_first=newest_first, page_size=page_size,
+                            after=marks[lo] if use_lo else None,
+                            high_water=marks[hi] if use_hi else None)
+        expected = truth[ends[lo] : ends[hi]] if lo <= hi else []
+        if newest_first:
+            expected = expected[::-1]
+        pages = []
+        cursor = None
+        while True:
+            page, cursor = pager(cursor)
+            pages.append(page)
+            if cursor is None:
+                break
+        assert [m for page in pages for m in page] == expected
+        assert all(len(page) == page_size for page in pages[:-1])
+        assert len(pages) == max(1, -(-len(expected) // page_size))
