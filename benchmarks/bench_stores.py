@@ -5,7 +5,7 @@
 For a conversation of --n messages (next to a second conversation of n/10, so the index matters),
 on a SQLite file in a temporary folder and, when a URL is given (--postgres, default
 $CONVMEM_TEST_POSTGRES_URL), on PostgreSQL (in a schema of its own, dropped at the end), it times
-(best of --repeat):
+(best of --repeat rounds, the workloads interleaved within each round):
 
 - load_history(store.pager(cid, page_size=P)) for P = 100 and 1,000: keyset pages, each one
   indexed range query, each message built and de-duplicated by load_history;
@@ -38,13 +38,16 @@ from convmem.stores import SQLStore  # noqa: E402
 SCHEMA = "convmem_bench"
 
 
-def best(fn, repeat: int) -> float:
-    times = []
+def interleaved(workloads: dict, repeat: int) -> dict[str, float]:
+    """Best time of each workload over ``repeat`` rounds; each round runs every workload once, in
+    turn, so a slow spell of a shared machine hits baselines and candidates alike."""
+    best = dict.fromkeys(workloads, float("inf"))
     for _ in range(repeat):
-        t0 = time.perf_counter()
-        fn()
-        times.append(time.perf_counter() - t0)
-    return min(times)
+        for name, fn in workloads.items():
+            t0 = time.perf_counter()
+            fn()
+            best[name] = min(best[name], time.perf_counter() - t0)
+    return best
 
 
 def make_messages(n: int, prefix: str, seed: int = 1) -> list[Message]:
@@ -90,9 +93,7 @@ def bench(label: str, store: SQLStore, n: int, repeat: int) -> list[tuple[str, f
         return [store._message(cid, row) for row in rows]
 
     assert one_select_messages() == messages
-    base_rows = best(one_select_rows, repeat)
-    base_msgs = best(one_select_messages, repeat)
-    results = []
+    workloads = {"one SELECT": one_select_rows, "one SELECT + Message": one_select_messages}
     for page_size in (100, 1000):
         def load(page_size=page_size):
             return load_history(store.pager(cid, page_size=page_size), max_pages=10**6)
@@ -106,21 +107,24 @@ def bench(label: str, store: SQLStore, n: int, repeat: int) -> list[tuple[str, f
                     return got
 
         assert load() == messages and walk() == n
-        t_load = best(load, repeat)
-        t_walk = best(walk, repeat)
-        results.append((f"{label}: load_history, keyset pages of {page_size}", t_load,
-                        "one SELECT", base_rows))
-        results.append((f"{label}: load_history, keyset pages of {page_size}", t_load,
-                        "one SELECT + Message", base_msgs))
-        results.append((f"{label}: bare keyset walk, pages of {page_size}", t_walk,
-                        "one SELECT + Message", base_msgs))
+        workloads[f"load_history, keyset pages of {page_size}"] = load
+        workloads[f"bare keyset walk, pages of {page_size}"] = walk
+    times = interleaved(workloads, repeat)
+    results = []
+    for page_size in (100, 1000):
+        name = f"load_history, keyset pages of {page_size}"
+        for base in ("one SELECT", "one SELECT + Message"):
+            results.append((f"{label}: {name}", times[name], base, times[base]))
+        name = f"bare keyset walk, pages of {page_size}"
+        results.append((f"{label}: {name}", times[name], "one SELECT + Message",
+                        times["one SELECT + Message"]))
     return results
 
 
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--n", type=int, default=100_000)
-    ap.add_argument("--repeat", type=int, default=3)
+    ap.add_argument("--repeat", type=int, default=5)
     ap.add_argument("--postgres", default=os.environ.get("CONVMEM_TEST_POSTGRES_URL"),
                     help="a PostgreSQL URL (default $CONVMEM_TEST_POSTGRES_URL); omit to skip")
     args = ap.parse_args()
