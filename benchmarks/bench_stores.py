@@ -74,7 +74,8 @@ def bench(label: str, store: SQLStore, n: int, repeat: int) -> list[tuple[str, f
     t0 = time.perf_counter()
     store.append(cid, messages)
     store.append("other", make_messages(max(1, n // 10), "o", seed=2))
-    print(f"  [{label}] appended {n + max(1, n // 10):,} messages in {time.perf_counter() - t0:.1f} s")
+    took = time.perf_counter() - t0
+    print(f"  [{label}] appended {n + max(1, n // 10):,} messages in {took:.1f} s")
 
     m = store._messages
     query = (
@@ -150,7 +151,8 @@ def main() -> None:
             admin.dispose()
     else:
         print("  (PostgreSQL skipped: pass --postgres URL or set CONVMEM_TEST_POSTGRES_URL)")
-    print(f"{'workload':<50} {'time s':>7} {'µs/msg':>7}   {'baseline':<21} {'time s':>7} {'ratio':>6}")
+    print(f"{'workload':<50} {'time s':>7} {'µs/msg':>7}   {'baseline':<21} {'time s':>7} "
+          f"{'ratio':>6}")
     for name, t, base_name, base_t in rows:
         print(f"{name:<50} {t:7.3f} {t / n * 1e6:7.2f}   {base_name:<21} {base_t:7.3f} "
               f"{t / base_t:5.2f}x")

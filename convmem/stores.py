@@ -23,8 +23,8 @@ The contract a store keeps so that appends during a load are neither skipped nor
   ``pager(cid, high_water=mark)`` serves exactly the messages up to it, whatever arrives during the
   load, and ``pager(cid, after=mark)`` serves exactly what arrived since. Together they partition
   the conversation: nothing twice, nothing missed.
-* **Offset cursors** (``LIMIT/OFFSET``, or ``"p<offset>"`` as in :class:`convmem.testing.PagedStore`)
-  do not keep this contract once messages arrive or go in the middle or, when paging newest first,
+* **Offset cursors** (``LIMIT/OFFSET``, or ``"p<offset>"`` as in
+  :class:`convmem.testing.PagedStore`) do not keep this contract once messages arrive or go in the middle or, when paging newest first,
   at the end: a page can start with messages already served (load_history removes them by id) or
   skip messages that moved past the offset, and a skipped message cannot be seen from the client.
 
@@ -152,7 +152,8 @@ class SQLStore:
       thread from a pool; a writer waits up to 5 s for SQLite's lock, then TransientError;
     * ``"postgresql+psycopg://user:pw@host:port/db"`` (``postgresql://`` means psycopg 3 too).
 
-    Paging is keyset on ``(conversation_id, seq)`` with opaque cursors: see :class:`~convmem.keyset.KeysetPager`
+    Paging is keyset on ``(conversation_id, seq)`` with opaque cursors: see
+    :class:`~convmem.keyset.KeysetPager`
     and the module doc for the contract (stable, monotonic cursors; high-water marks; offset
     cursors by contrast). An unknown conversation is an empty one (its pager serves one empty page).
 
@@ -204,7 +205,8 @@ class SQLStore:
         try:
             self._engine: Engine = sa.create_engine(parsed, **options)
         except (sa_exc.ArgumentError, TypeError) as error:
-            raise ValueError(f"SQLStore: cannot open {self._safe_url(parsed)!r}: {error}") from error
+            where = self._safe_url(parsed)
+            raise ValueError(f"SQLStore: cannot open {where!r}: {error}") from error
         if backend == "postgresql":
             self._reader = self._engine.execution_options(isolation_level="AUTOCOMMIT")
         else:
@@ -254,7 +256,8 @@ class SQLStore:
                 )
             return parsed
         raise ValueError(
-            f"SQLStore: only SQLite and PostgreSQL are supported, got {SQLStore._safe_url(parsed)!r}"
+            "SQLStore: only SQLite and PostgreSQL are supported, got "
+            f"{SQLStore._safe_url(parsed)!r}"
         )
 
     @staticmethod
@@ -306,7 +309,9 @@ class SQLStore:
         )
         self._last_seq = sa.select(c.c.last_seq).where(c.c.conversation_id == sa.bindparam("cid"))
         insert = sa_postgresql.insert if self.dialect == "postgresql" else sa_sqlite.insert
-        self._new_conversation = insert(c).on_conflict_do_nothing(index_elements=["conversation_id"])
+        self._new_conversation = insert(c).on_conflict_do_nothing(
+            index_elements=["conversation_id"]
+        )
         self._bump = (
             sa.update(c)
             .where(c.c.conversation_id == sa.bindparam("cid"))

@@ -87,8 +87,8 @@ on a machine without the tokenizer file. Listing ids are 10-digit item ids from 
 | size | {len(jsonl.encode()):,} bytes |
 
 `shoppers.sqlite` holds the same conversations in a convmem SQL store (SQLite; tables
-`convmem_conversations` and `convmem_messages`, written by `convmem.stores.SQLStore.from_conversations`):
-open it with `SQLStore("sqlite:///sample_data/shoppers.sqlite")` and load any conversation with
+`convmem_conversations` and `convmem_messages`, written by
+`convmem.stores.SQLStore.from_conversations`): open it with `SQLStore("sqlite:///sample_data/shoppers.sqlite")` and load any conversation with
 `load_history(store.pager(conversation_id))`.
 
 Regenerate (byte-identical output; needs the cl100k_base file offline, see the script's docstring):

@@ -32,7 +32,8 @@ def postgres_url() -> str:
     url = os.environ.get(POSTGRES_ENV)
     if not url:
         _unavailable(
-            f"no PostgreSQL server: set {POSTGRES_ENV} (e.g. `source scripts/start_test_postgres.sh`)"
+            f"no PostgreSQL server: set {POSTGRES_ENV} "
+            "(e.g. `source scripts/start_test_postgres.sh`)"
         )
     import sqlalchemy as sa
 

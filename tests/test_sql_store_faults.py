@@ -37,7 +37,7 @@ def no_sleep(seconds):
     return None
 
 
-# -- which errors are transient ----------------------------------------------------------------------
+# -- which errors are transient --------------------------------------------------------------------
 
 
 def _sqlite_error(code, text):
@@ -76,9 +76,8 @@ def test_sqlite_errors_are_transient_only_when_busy_or_locked(code, transient):
     ids=lambda v: type(v).__name__ if isinstance(v, Exception) else str(v),
 )
 def test_postgresql_errors_are_transient_by_sqlstate(error, transient):
-    wrapped_type = (
-        sa_exc.OperationalError if isinstance(error, psycopg.OperationalError) else sa_exc.DBAPIError
-    )
+    operational = isinstance(error, psycopg.OperationalError)
+    wrapped_type = sa_exc.OperationalError if operational else sa_exc.DBAPIError
     assert is_transient_db_error(wrapped_type("SELECT 1", {}, error)) is transient
 
 
@@ -91,7 +90,7 @@ def test_dropped_connections_and_pool_timeouts_are_transient_other_errors_are_no
     assert {"40001", "40P01", "55P03", "57P01"} <= TRANSIENT_SQLSTATES
 
 
-# -- a locked SQLite file ----------------------------------------------------------------------------
+# -- a locked SQLite file --------------------------------------------------------------------------
 
 
 @pytest.fixture
@@ -153,7 +152,7 @@ def test_a_missing_table_is_not_transient_and_is_not_retried(tmp_path):
     store.close()
 
 
-# -- concurrent writers ------------------------------------------------------------------------------
+# -- concurrent writers ----------------------------------------------------------------------------
 
 
 def test_concurrent_appends_to_one_conversation_get_contiguous_gapless_sequences(make_store):
@@ -185,7 +184,7 @@ def test_concurrent_appends_to_one_conversation_get_contiguous_gapless_sequences
         assert batches == sorted(batches, key=lambda s: int(s.split("b")[1]))
 
 
-# -- PostgreSQL: real faults -------------------------------------------------------------------------
+# -- PostgreSQL: real faults -----------------------------------------------------------------------
 
 
 def _terminate(admin_url, application_name):
@@ -226,7 +225,8 @@ def test_a_postgresql_connection_terminated_mid_load_loses_and_repeats_nothing(c
     outcomes = [c.outcome for c in report.calls]
     assert outcomes.count("transient") == 2 and outcomes.count("ok") == 10
     failed = [c for c in report.calls if c.outcome == "transient"]
-    assert all(c.error.startswith("TransientError: SQLStore: could not read a page") for c in failed)
+    prefix = "TransientError: SQLStore: could not read a page"
+    assert all(c.error.startswith(prefix) for c in failed)
     assert sum(c.duplicates for c in report.calls) == 0
     store.close()
 
@@ -293,7 +293,7 @@ def test_load_history_gives_up_on_a_server_that_stays_down(tmp_path):
         store.close()
 
 
-# -- URLs --------------------------------------------------------------------------------------------
+# -- URLs ------------------------------------------------------------------------------------------
 
 
 @pytest.mark.parametrize(
@@ -338,7 +338,7 @@ def test_plain_postgresql_urls_use_psycopg_and_hide_the_password(postgres_url):
         assert "s3cret" not in repr(store) and "***" in repr(store)
 
 
-# -- filling a store from a conversations file -------------------------------------------------------
+# -- filling a store from a conversations file -----------------------------------------------------
 
 
 @pytest.fixture(scope="module")
@@ -375,7 +375,7 @@ def test_from_conversations_refuses_bad_input(sample):
         SQLStore.from_conversations("sqlite://", "conversations.jsonl")
 
 
-# -- the bundled sample store ------------------------------------------------------------------------
+# -- the bundled sample store ----------------------------------------------------------------------
 
 
 def _sample_script():

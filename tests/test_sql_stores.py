@@ -54,7 +54,7 @@ def walk(pager):
             return pages
 
 
-# -- reading what was appended ----------------------------------------------------------------------
+# -- reading what was appended ---------------------------------------------------------------------
 
 
 @pytest.mark.parametrize("n", [0, 1, 5, 6, 7, 20])
@@ -104,7 +104,7 @@ def test_an_unknown_conversation_is_empty(store):
     assert after(None) == ([], None)
 
 
-# -- newest first ------------------------------------------------------------------------------------
+# -- newest first ----------------------------------------------------------------------------------
 
 
 def test_newest_first_pages_from_the_newest_message(store):
@@ -137,7 +137,7 @@ def test_newest_first_within_bounds(store):
     assert ids(load_history(between)) == ["x4", "x3", "x2", "x1", "x0"]
 
 
-# -- high-water marks and follow-ups -----------------------------------------------------------------
+# -- high-water marks and follow-ups ---------------------------------------------------------------
 
 
 def test_a_load_stops_at_its_high_water_mark_and_the_follow_up_returns_the_rest(store):
@@ -194,7 +194,7 @@ def test_marks_partition_a_growing_conversation(store, seed):
     assert got == truth
 
 
-# -- errors ------------------------------------------------------------------------------------------
+# -- errors ----------------------------------------------------------------------------------------
 
 
 def test_bad_cursors_and_marks_are_value_errors_naming_them(store):
@@ -251,7 +251,7 @@ def test_a_closed_store_refuses_every_call(make_store):
             call()
 
 
-# -- messages arriving while a load pages ------------------------------------------------------------
+# -- messages arriving while a load pages ----------------------------------------------------------
 
 
 def _arrival_run(store, seed, bounded):
@@ -386,7 +386,7 @@ def test_offset_cursors_repeat_or_hide_messages_when_the_list_moves():
     assert compare_to_truth(loaded, rows).lost == ("m3",)
 
 
-# -- the offset-cursor PagedStore runs the read-only part of the suite --------------------------------
+# -- the offset-cursor PagedStore runs the read-only part of the suite -----------------------------
 
 
 @pytest.mark.parametrize("n,page_size", [(0, 3), (1, 3), (7, 3), (9, 3), (20, 6)])
@@ -428,7 +428,7 @@ def test_a_page_load_error_keeps_the_loaded_prefix(make_store):
         "m4", "m5"]
 
 
-# -- bounds against a brute-force reference (hypothesis) ----------------------------------------------
+# -- bounds against a brute-force reference (hypothesis) -------------------------------------------
 
 
 @pytest.fixture(scope="module")
@@ -447,7 +447,8 @@ def shared_stores():
 _example = iter(range(10**9))
 
 
-@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@settings(max_examples=60, deadline=None,
+          suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(
     batches=st.lists(st.integers(0, 5), min_size=1, max_size=6),
     lo_batch=st.integers(0, 6),
