@@ -152,10 +152,16 @@ class SQLStore:
       thread from a pool; a writer waits up to 5 s for SQLite's lock, then TransientError;
     * ``"postgresql+psycopg://user:pw@host:port/db"`` (``postgresql://`` means psycopg 3 too).
 
-    Paging is keyset on ``(conversation_id, seq)`` with opaque cursors: see
-    :class:`~convmem.keyset.KeysetPager`
-    and the module doc for the contract (stable, monotonic cursors; high-water marks; offset
-    cursors by contrast). An unknown conversation is an empty one (its pager serves one empty page).
+    Paging is keyset on ``(conversation_id, seq)`` with opaque cursors (see
+    :class:`~convmem.keyset.KeysetPager`). The contract it keeps, and that any store must keep for
+    load_history to stay exact while messages arrive: **stable, monotonic cursors** - a cursor
+    names a position between two sequence numbers, never an offset; sequence numbers are gapless
+    and in commit order; the next cursor is always past the previous one. So appends during a load
+    are neither skipped nor repeated, ``pager(cid, high_water=high_water_mark(cid))`` stops at the
+    mark it was given and ``pager(cid, after=mark)`` returns exactly what arrived since. A store
+    with offset cursors breaks this when the list moves: repeated messages (removed by id by
+    load_history) or skipped ones (a gap no client can see); see the module doc and
+    docs/decisions.md. An unknown conversation is an empty one (its pager serves one empty page).
 
     Database errors a retry can cure (see :func:`is_transient_db_error`: connection lost, lock or
     statement timeout, serialization failure, deadlock, SQLite busy) surface as
@@ -491,6 +497,10 @@ class SQLStore:
         (or one repeated in ``messages``) is a ValueError and nothing is written. Appends to one
         conversation are serialized (its conversations row is locked until commit), so sequence
         numbers are gapless and in commit order. O(len(messages)) rows written.
+
+        If the connection drops while the COMMIT is in flight, the TransientError cannot say
+        whether the append landed; retrying it is safe: if it did, the retry raises ValueError
+        for the first message id (ids make appends checkable, never doubled).
 
         Returns:
             the high-water mark just after the last appended message.
