@@ -500,7 +500,7 @@ class SQLStore:
 
         If the connection drops while the COMMIT is in flight, the TransientError cannot say
         whether the append landed; retrying it is safe: if it did, the retry raises ValueError
-        for the first message id (ids make appends checkable, never doubled).
+        naming a message id already stored (message ids keep an append from landing twice).
 
         Returns:
             the high-water mark just after the last appended message.
