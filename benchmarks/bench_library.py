@@ -11,7 +11,6 @@ Prints, for 10^5 messages / mentions each (best of --repeat runs, seconds and ns
 - load_history against a bare ``while cursor`` loop over the same in-memory store, no faults.
 
 Ratios, not absolute times, are the measure: the machine's speed cancels out. Nothing here asserts.
-benchmarks/compare.py is the fuller comparison (windows, sizes, anchors, memory; docs/performance.md).
 """
 
 from __future__ import annotations
@@ -27,10 +26,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from convmem import History, Message, evict_conversations, eviction_curve  # noqa: E402
 from convmem.loading import load_history  # noqa: E402
-try:  # the test doubles may live in convmem.testing
-    from convmem.testing import PagedStore  # noqa: E402
-except ImportError:
-    from convmem.stores import PagedStore  # noqa: E402
+from convmem.testing import PagedStore  # noqa: E402
 
 
 def best(fn, repeat: int) -> float:

@@ -7,6 +7,9 @@ Three parts (SPEC §3-§5), each usable alone:
   agents need (pins, tool-call groups, trigger/target compaction, budgeted summaries).
 * :func:`evict_conversations` forgets whole past conversations that mention too many listings.
 
+Conversations live in a :class:`~convmem.stores.SQLStore` (SQLite, PostgreSQL); the test doubles
+(fake stores, fault injection, a virtual clock) are in :mod:`convmem.testing`.
+
 Everything public is exported here; ``convmem`` never imports streamlit.
 """
 
@@ -52,15 +55,6 @@ from .replay import (
     replay,
     sweep_limits,
 )
-from .stores import (
-    FaultConfig,
-    FlakyStore,
-    PagedStore,
-    ScriptedStore,
-    TruthDiff,
-    VirtualClock,
-    compare_to_truth,
-)
 from .summarizers import ExtractiveSummarizer, LLMSummarizer
 from .synthetic import generate_conversation, generate_shoppers
 from .tokens import (
@@ -79,7 +73,6 @@ __all__ = [
     "CallRecord",
     "Compaction",
     "CompactionLog",
-    "compare_to_truth",
     "context_at",
     "Conversation",
     "ConvmemError",
@@ -95,8 +88,6 @@ __all__ = [
     "explain_eviction",
     "extract_listing_ids",
     "ExtractiveSummarizer",
-    "FaultConfig",
-    "FlakyStore",
     "FormatError",
     "FORMATS",
     "generate_conversation",
@@ -115,14 +106,13 @@ __all__ = [
     "make_counter",
     "make_listing_extractor",
     "Message",
-    "PagedStore",
     "PageLoadError",
     "parse_conversations",
     "Replay",
     "replay",
     "ReplayStats",
     "ROLES",
-    "ScriptedStore",
+    "SQLStore",
     "STOP_REASONS",
     "Summarizer",
     "SummarizerError",
@@ -134,6 +124,18 @@ __all__ = [
     "TokenCounter",
     "ToolCall",
     "TransientError",
-    "TruthDiff",
-    "VirtualClock",
 ]
+
+
+def __getattr__(name: str):
+    # SQLStore is imported on first use: it pulls in SQLAlchemy (~0.4 s), which History and the
+    # dashboard's pages never need.
+    if name == "SQLStore":
+        from .stores import SQLStore
+
+        return SQLStore
+    # The test doubles moved to convmem.testing (issue 12); the old names still resolve, with a
+    # DeprecationWarning, until every caller imports them from there.
+    from .testing import _moved
+
+    return _moved.resolve(__name__, name)

@@ -4,13 +4,14 @@ Pure (no streamlit): the page caches :func:`run_simulation` by plain values (dat
 conversation id, settings tuples) and draws from the :class:`FlakyRun` it returns.
 
 A run wraps the conversation's messages in ``FlakyStore(PagedStore(messages, page_size), faults)``
-on a :class:`~convmem.VirtualClock` and calls :func:`convmem.load_history` with the store's own
+on a :class:`~convmem.testing.VirtualClock` and calls :func:`convmem.load_history` with the store's own
 jitter source (``store.rng_for_jitter()``), so the same settings always give the same run, and
 changing only the retry settings never changes which calls fail. The store and the loader see the
 same calls in the same order, so the store's per-call record (which fault was injected) is joined
 to the loader's :class:`~convmem.CallRecord` by position.
 
->>> from convmem import FaultConfig, Message
+>>> from convmem import Message
+>>> from convmem.testing import FaultConfig
 >>> msgs = [Message(f"m{i}", "user", 1) for i in range(6)]
 >>> run = run_simulation(msgs, 2, FaultConfig(empty_page=1), LoadSettings())
 >>> run.stop_reason, run.loaded_ids, run.lost_ids
@@ -28,18 +29,17 @@ from typing import Any
 
 import pandas as pd
 
-from convmem import (
+from convmem import LoadReport, Message, PageLoadError, load_history
+from convmem.testing import (
+    FAULT_EFFECTS,
+    FAULT_NAMES,
+    FAULT_TRANSIENT,
     FaultConfig,
     FlakyStore,
-    LoadReport,
-    Message,
-    PageLoadError,
     PagedStore,
     VirtualClock,
     compare_to_truth,
-    load_history,
 )
-from convmem.stores import FAULT_EFFECTS, FAULT_NAMES, FAULT_TRANSIENT
 
 from .table_layout import column, table_view
 

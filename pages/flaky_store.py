@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import streamlit as st
 
-from convmem import FaultConfig
+from convmem.testing import FaultConfig
 from convmem_dashboard.data import current_dataset, get_dataset
 from convmem_dashboard.figures_store import call_timeline, timeline_extent
 from convmem_dashboard.tables_store import (

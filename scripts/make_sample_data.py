@@ -8,6 +8,12 @@ its cl100k_base token count under "tokens") and sample_data/README.md. The outpu
 SEED and the code in convmem/synthetic.py: running the script twice gives byte-identical files
 (tests/test_synthetic.py checks this, and that the committed files are up to date).
 
+It also writes sample_data/shoppers.sqlite: the same conversations in a convmem.stores.SQLStore
+(SQLite file, filled with SQLStore.from_conversations, then VACUUMed), for the dashboard's live-
+database mode and the flaky store page. Its bytes depend on the SQLite library's version, so --check
+compares its contents (every conversation's messages, user id and listing ids) with shoppers.jsonl
+instead of its bytes.
+
 Token counts need the cl100k_base BPE file offline (convmem never downloads it). The script uses
 $CONVMEM_TIKTOKEN_CACHE / $TIKTOKEN_CACHE_DIR if set, else ../shared/real_data/tokenizers/
 tiktoken_cache beside the repo when present (it reads that file; nothing is copied). Without it
@@ -27,6 +33,7 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
 from convmem import group_by_user, load_conversations, to_openai_jsonl  # noqa: E402
+from convmem.stores import SQLStore  # noqa: E402
 from convmem.synthetic import generate_shoppers  # noqa: E402
 from convmem.tokens import find_cl100k_file, make_counter  # noqa: E402
 
@@ -79,6 +86,11 @@ on a machine without the tokenizer file. Listing ids are 10-digit item ids from 
 | distinct listing ids in the file | {len(all_ids)} |
 | size | {len(jsonl.encode()):,} bytes |
 
+`shoppers.sqlite` holds the same conversations in a convmem SQL store (SQLite; tables
+`convmem_conversations` and `convmem_messages`, written by
+`convmem.stores.SQLStore.from_conversations`): open it with `SQLStore("sqlite:///sample_data/shoppers.sqlite")` and load any conversation with
+`load_history(store.pager(conversation_id))`.
+
 Regenerate (byte-identical output; needs the cl100k_base file offline, see the script's docstring):
 
     {COMMAND}
@@ -115,6 +127,40 @@ def build(allow_approx: bool = False) -> dict[str, str]:
     return {"shoppers.jsonl": jsonl, "README.md": _readme(jsonl, counter.name)}
 
 
+SQLITE_NAME = "shoppers.sqlite"
+
+
+def write_sqlite(path: Path, jsonl: str) -> None:
+    """Write the conversations of ``jsonl`` to a fresh SQLite store at ``path`` (replacing it)."""
+    tmp = path.with_name(path.name + ".tmp")
+    tmp.unlink(missing_ok=True)
+    SQLStore.from_conversations(tmp, load_conversations_from_text(jsonl)).close()
+    import sqlite3
+
+    conn = sqlite3.connect(tmp)
+    try:
+        conn.execute("VACUUM")
+    finally:
+        conn.close()
+    tmp.replace(path)
+
+
+def sqlite_is_current(path: Path, jsonl: str) -> bool:
+    """Whether the store at ``path`` holds exactly the conversations of ``jsonl``, in order."""
+    if not path.is_file():
+        return False
+    from convmem import load_history
+
+    convs = load_conversations_from_text(jsonl)
+    with SQLStore(path) as store:
+        infos = store.conversations()
+        if [(i.id, i.user_id, i.listing_ids) for i in infos] != [
+            (c.id, c.user_id, c.listing_ids) for c in convs
+        ]:
+            return False
+        return all(load_history(store.pager(c.id)) == list(c.messages) for c in convs)
+
+
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--out-dir", type=Path, default=ROOT / "sample_data")
@@ -134,6 +180,13 @@ def main(argv: list[str] | None = None) -> int:
             path.parent.mkdir(parents=True, exist_ok=True)
             path.write_bytes(data)
             print(f"wrote {path} ({len(data):,} bytes)")
+    sqlite_path = args.out_dir / SQLITE_NAME
+    if args.check:
+        if not sqlite_is_current(sqlite_path, files["shoppers.jsonl"]):
+            stale.append(str(sqlite_path))
+    else:
+        write_sqlite(sqlite_path, files["shoppers.jsonl"])
+        print(f"wrote {sqlite_path} ({sqlite_path.stat().st_size:,} bytes)")
     if stale:
         print("stale: " + ", ".join(stale) + f"; run {COMMAND}", file=sys.stderr)
         return 1

@@ -7,16 +7,8 @@ import random
 import plotly.graph_objects as go
 import pytest
 
-from convmem import (
-    FaultConfig,
-    FlakyStore,
-    LoadReport,
-    Message,
-    PageLoadError,
-    PagedStore,
-    VirtualClock,
-    load_history,
-)
+from convmem import LoadReport, Message, PageLoadError, load_history
+from convmem.testing import FaultConfig, FlakyStore, PagedStore, VirtualClock
 from convmem_dashboard.colors import OUTCOME_COLORS
 from convmem_dashboard.figures_store import (
     WEBGL_THRESHOLD,

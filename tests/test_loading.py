@@ -32,7 +32,7 @@ from convmem.loading import (
     LoadReport,
     backoff_bound,
 )
-from convmem.stores import ScriptedStore, VirtualClock
+from convmem.testing import ScriptedStore, VirtualClock
 
 T = TransientError
 

@@ -11,17 +11,8 @@ from pathlib import Path
 import pytest
 from streamlit.testing.v1 import AppTest
 
-from convmem import (
-    FaultConfig,
-    FlakyStore,
-    LoadReport,
-    PageLoadError,
-    PagedStore,
-    VirtualClock,
-    compare_to_truth,
-    load_conversations,
-    load_history,
-)
+from convmem import LoadReport, PageLoadError, load_conversations, load_history
+from convmem.testing import FaultConfig, FlakyStore, PagedStore, VirtualClock, compare_to_truth
 from apptest_support import metrics, open_dashboard_page
 
 ROOT = Path(__file__).resolve().parent.parent

@@ -1,4 +1,4 @@
-"""The test doubles of convmem.stores: VirtualClock, PagedStore, ScriptedStore, FlakyStore."""
+"""The test doubles of convmem.testing: VirtualClock, PagedStore, ScriptedStore, FlakyStore."""
 
 from __future__ import annotations
 
@@ -18,7 +18,7 @@ from convmem.loading import (
     STOP_REPEATED_CURSOR,
     LoadReport,
 )
-from convmem.stores import (
+from convmem.testing import (
     FAULT_EFFECTS,
     FAULT_NAMES,
     FaultConfig,
@@ -589,3 +589,34 @@ def test_walk_faults_lose_only_what_they_document(n, page_size, data, empty_page
     if not lossy & set(flaky.fired):
         assert diff.ok
     assert report.stop_reason is not None
+
+
+# -- where the doubles live (issue 12 item 8) --------------------------------------------------------
+
+
+def test_doubles_live_in_convmem_testing_not_in_the_top_level():
+    import convmem
+    import convmem.testing as testing
+    from convmem.testing import _moved
+
+    assert set(testing.__all__) == set(_moved.MOVED) | {"MemoryStore"}
+    assert not set(testing.__all__) & set(convmem.__all__)
+    for name in testing.__all__:
+        assert hasattr(testing, name), name
+    assert testing.VirtualClock.__module__ == "convmem.testing.clock"
+    assert testing.PagedStore.__module__ == "convmem.testing.stores"
+    assert testing.FlakyStore.__module__ == "convmem.testing.faults"
+    assert testing.compare_to_truth.__module__ == "convmem.testing.truth"
+
+
+@pytest.mark.parametrize("module", ["convmem", "convmem.stores"])
+def test_old_import_paths_still_resolve_with_a_deprecation_warning(module):
+    import importlib
+
+    import convmem.testing as testing
+
+    mod = importlib.import_module(module)
+    with pytest.warns(DeprecationWarning, match=rf"{module}\.PagedStore moved to convmem\.testing"):
+        assert getattr(mod, "PagedStore") is testing.PagedStore
+    with pytest.raises(AttributeError, match="no attribute 'NoSuchThing'"):
+        getattr(mod, "NoSuchThing")
