@@ -22,11 +22,19 @@ Aliases kept from earlier versions: ``"auto"`` (detect), ``"openai"`` (openai-ch
 from __future__ import annotations
 
 from ._base import Format
-from . import anthropic, csv_rows, openai_chat, tau_bench  # noqa: E402
+from . import (  # noqa: E402
+    anthropic,
+    csv_rows,
+    gemini,
+    langchain,
+    openai_chat,
+    openai_responses,
+    tau_bench,
+)
 
 __all__ = ["ALIASES", "DETECT_ORDER", "FORMATS", "Format", "RECORD_KEYS"]
 
-_MODULES = (openai_chat, anthropic, tau_bench, csv_rows)
+_MODULES = (openai_chat, openai_responses, anthropic, langchain, gemini, tau_bench, csv_rows)
 
 #: name -> Format, every supported format.
 FORMATS: dict[str, Format] = {m.FORMAT.name: m.FORMAT for m in _MODULES}
@@ -38,7 +46,8 @@ ALIASES: dict[str, tuple[str | None, bool]] = {
 }
 #: Detection order for JSON records: the most specific first (openai-chat accepts the most).
 DETECT_ORDER: tuple[Format, ...] = tuple(
-    FORMATS[n] for n in ("tau-bench", "anthropic", "openai-chat") if n in FORMATS
+    FORMATS[n] for n in ("tau-bench", "openai-responses", "langchain", "gemini", "anthropic",
+                         "openai-chat")
 )
 #: Keys that mark an object as a conversation record (so a JSON list of them is many records).
 RECORD_KEYS = ("messages", "traj", "contents", "input")

@@ -51,6 +51,7 @@ __all__ = [
     "Where",
     "check_tokens",
     "kind",
+    "regroup",
     "same_format",
     "short",
 ]
@@ -270,6 +271,39 @@ def same_format(conv: Conversation, name: str) -> bool:
     """True when ``conv`` was read as format ``name`` and keeps a record per message, so a dump
     can write the records unchanged."""
     return conv.source_format == name and len(conv.records) == len(conv.messages)
+
+
+def regroup(conv: Conversation, key: str) -> tuple[Any, list[Any]]:
+    """(the system record or None, the provider turns) of a conversation read from a format whose
+    turns may split into several messages (records shared, block indices in ``parts``).
+
+    Consecutive messages sharing one record object are one turn; a turn whose messages were all
+    kept is its record unchanged, else the record with only the kept blocks under ``key``.
+    A message whose provider role is ``"system"`` holds the envelope's system value.
+    """
+    records, parts, proles = conv.records, conv.parts, conv.provider_roles
+    system: Any = None
+    turns: list[Any] = []
+    k, n = 0, len(records)
+    while k < n:
+        rec = records[k]
+        if proles[k] == "system":
+            system = rec
+            k += 1
+            continue
+        end = k + 1
+        while end < n and records[end] is rec:
+            end += 1
+        if not parts or all(parts[x] is None for x in range(k, end)):
+            turns.append(rec)
+        else:
+            keep = sorted({j for x in range(k, end) for j in (parts[x] or ())})
+            if len(keep) == len(rec[key]):
+                turns.append(rec)
+            else:
+                turns.append({**rec, key: [rec[key][j] for j in keep]})
+        k = end
+    return system, turns
 
 
 def check_tokens(ctx: Context, tokens: Any, where: tuple[int | None, str | None]) -> int | None:

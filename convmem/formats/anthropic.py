@@ -30,7 +30,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from ..conversations import Conversation
-from ._base import Builder, Context, Format, ImageRef, Where, kind, same_format, short
+from ._base import Builder, Context, Format, ImageRef, Where, kind, regroup, same_format, short
 
 __all__ = ["FORMAT", "detect", "dump", "parse"]
 
@@ -283,32 +283,8 @@ def _normalized(c: Conversation) -> dict[str, Any]:
 
 
 def _same(c: Conversation) -> Any:
-    records, parts, proles = c.records, c.parts, c.provider_roles
-    system: Any = None
-    turns: list[Any] = []
-    k = 0
-    n = len(records)
-    while k < n:
-        rec = records[k]
-        if proles[k] == "system":
-            system = rec
-            k += 1
-            continue
-        end = k + 1
-        while end < n and records[end] is rec:
-            end += 1
-        if not parts or all(parts[x] is None for x in range(k, end)):
-            turns.append(rec)
-        else:
-            keep = sorted({j for x in range(k, end) for j in (parts[x] or ())})
-            if len(keep) == len(rec["content"]):
-                turns.append(rec)
-            else:
-                turns.append({**rec, "content": [rec["content"][j] for j in keep]})
-        k = end
+    system, turns = regroup(c, "content")
     if c.envelope is None:
-        if system is not None:  # pragma: no cover - a bare list has no system
-            return {"system": system, "messages": turns}
         return turns
     out = {**c.envelope, "messages": turns}
     if system is None:
