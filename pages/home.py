@@ -3,7 +3,12 @@
 import streamlit as st
 
 from convmem import FormatError
-from convmem_dashboard.data import MAX_UPLOAD_BYTES, current_dataset, register_upload
+from convmem_dashboard.data import (
+    MAX_UPLOAD_BYTES,
+    current_dataset,
+    register_upload,
+    upload_skipped,
+)
 from convmem_dashboard.entry import require_entry
 
 require_entry()
@@ -75,3 +80,10 @@ if error := st.session_state.get("upload_error"):
 elif st.session_state.get("upload_key") == dataset.key:
     n = len(dataset.conversations)
     st.success(f"Using the uploaded file: {n} conversation{'s' if n != 1 else ''}.")
+    total, skipped = upload_skipped(dataset.key)
+    if skipped:
+        st.warning(f"Loaded {n:,} of {total:,} conversations; {len(skipped):,} skipped.",
+                   icon=":material/warning:")
+        with st.expander(f"Why {len(skipped):,} conversation{'s were' if len(skipped) != 1 else ' was'} skipped"):
+            # user text: shown verbatim, never as markdown/HTML
+            st.code("\n".join(str(s) for s in skipped), language=None, wrap_lines=True)

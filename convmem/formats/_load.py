@@ -152,8 +152,18 @@ def _jsonl(ctx: Context, text: str, fmt: Format | None, path: Any) -> None:
 
 
 def _looks_like_jsonl(text: str) -> bool:
-    lines = [ln for ln in text.split("\n", 3)[:3] if ln.strip()]
-    return len(lines) >= 2 and all(ln.lstrip()[:1] in ("{", "[") for ln in lines)
+    """A file that failed as one JSON document is JSONL when one of its first two non-blank
+    lines is, alone, a JSON list or object (the fault is then in some other line)."""
+    lines = [ln for ln in text.split("\n", 8)[:8] if ln.strip()][:2]
+    if len(lines) < 2:
+        return False
+    for ln in lines:
+        try:
+            if isinstance(json.loads(ln), (list, dict)):
+                return True
+        except (ValueError, RecursionError):
+            continue
+    return False
 
 
 def _document(ctx: Context, doc: Any, fmt: Format | None, path: Any) -> None:
