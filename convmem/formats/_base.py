@@ -56,6 +56,50 @@ __all__ = [
     "short",
 ]
 
+_MESSAGE_FIELDS = ("id", "role", "tokens", "content", "tool_call_ids", "tool_call_id")
+
+
+def _fast(cls: type, names: tuple[str, ...]) -> Callable[..., Any]:
+    """A constructor that sets a frozen slotted dataclass's slots directly, skipping the
+    validation in ``__post_init__``: the builder checks every field first (the hot path of a
+    load; about 4x cheaper). Falls back to ``cls`` when its fields are not ``names``."""
+    from dataclasses import fields
+
+    if tuple(f.name for f in fields(cls)) != names:  # pragma: no cover - a changed value class
+        return cls
+    setters = [cls.__dict__[n].__set__ for n in names]
+    new = object.__new__
+    s0, s1, s2, s3 = setters[0], setters[1], setters[2], setters[3]
+    if len(names) == 4:
+        def make4(a: Any, b: Any, c: Any, d: Any) -> Any:
+            obj = new(cls)
+            s0(obj, a)
+            s1(obj, b)
+            s2(obj, c)
+            s3(obj, d)
+            return obj
+
+        return make4
+    s4, s5 = setters[4], setters[5]
+
+    def make6(a: Any, b: Any, c: Any, d: Any, e: Any, f: Any) -> Any:
+        obj = new(cls)
+        s0(obj, a)
+        s1(obj, b)
+        s2(obj, c)
+        s3(obj, d)
+        s4(obj, e)
+        s5(obj, f)
+        return obj
+
+    return make6
+
+
+#: Message(id, role, tokens, content, tool_call_ids, tool_call_id) without re-validation.
+new_message = _fast(Message, _MESSAGE_FIELDS)
+#: ToolCall(id, name, arguments, message_id) without re-validation.
+new_tool_call = _fast(ToolCall, ("id", "name", "arguments", "message_id"))
+
 #: Provider role -> convmem role, for every provider role any format accepts.
 ROLE_MAP: dict[str, str] = {
     "system": "system",
@@ -162,7 +206,8 @@ class Context:
     """One load: source name, counter, listing extractor, claimed conversation ids, results."""
 
     __slots__ = ("source", "_counter", "extract", "check_listings", "conv_ids", "auto_ids",
-                 "conversations", "skipped", "strict", "_legacy", "counted", "first", "last")
+                 "conversations", "skipped", "strict", "_legacy", "counted", "first", "last",
+                 "batch")
 
     def __init__(self, source: str, counter: Any, extractor: Callable[[str], Iterable[str]] | None,
                  strict: bool) -> None:
@@ -170,6 +215,9 @@ class Context:
         self._counter = counter
         self.extract = extract_listing_ids if extractor is None else extractor
         self.check_listings = extractor is not None
+        # The default extractor runs once per conversation over its texts joined by "\n" (runs
+        # of digits never cross a text boundary, so the ids and their order are the same).
+        self.batch = extractor is None
         self.conv_ids: set[str] = set()
         self.auto_ids = 0
         self.conversations: list[Conversation] = []
@@ -200,7 +248,7 @@ class Context:
         if self._legacy is None:
             try:
                 n = counter.count_message(provider_role, content, calls, name=name,
-                                          images=tuple(images))
+                                          images=images)
             except TypeError:
                 n = counter.count_message(role, content, calls)
                 self._legacy = True
@@ -209,8 +257,7 @@ class Context:
         elif self._legacy:
             n = counter.count_message(role, content, calls)
         else:
-            n = counter.count_message(provider_role, content, calls, name=name,
-                                      images=tuple(images))
+            n = counter.count_message(provider_role, content, calls, name=name, images=images)
         if isinstance(n, bool) or not isinstance(n, int) or n < 0:
             raise TypeError(f"counter.count_message must return a non-negative int, got {n!r}")
         return n
@@ -224,7 +271,7 @@ class Context:
         self.skipped.append(Skipped(conversation_id, exc.line, exc.field,
                                     getattr(exc, "value", None), exc.reason))
 
-    def listings(self, text: str) -> list[str]:
+    def listings(self, text: str) -> Iterable[str]:
         out = self.extract(text)
         if self.check_listings:
             out = list(out)
@@ -340,7 +387,7 @@ class Builder:
         self.answered: dict[str, int] = {}
         self.anonymous: list[tuple[str, str, int]] = []  # (generated id, name, position)
         self.tool_calls: list[ToolCall] = []
-        self.listings: list[str] = []
+        self.listings: list[str] = []  # listing ids, or (ctx.batch) the texts to scan at build
         self.has_parts = False
 
     def message_id(self, own: Any, pos: int, suffix: str = "") -> str:
@@ -386,15 +433,21 @@ class Builder:
             link: False leaves a tool result without ``answers`` unlinked (CSV) instead of pairing
                 it by position.
         """
-        where = self.where
-        msg_id = self.message_id(own_id, pos, id_suffix)
-        if msg_id in self.ids:
+        messages = self.messages
+        if own_id is None:
+            msg_id = f"{self.conv_id}:{len(messages)}"
+        else:
+            msg_id = self.message_id(own_id, pos, id_suffix)
+        ids = self.ids
+        if msg_id in ids:
             self.ctx.fail(f"duplicate message id {msg_id!r} in conversation {self.conv_id!r}",
-                          where.msg(pos, "id"), msg_id)
-        position = len(self.messages) + 1
+                          self.where.msg(pos, "id"), msg_id)
+        ids.add(msg_id)
+        position = len(messages) + 1
         call_ids: tuple[str, ...] = ()
+        ctx = self.ctx
         if calls:
-            ids = []
+            out = []
             for k, (cid, cname, args) in enumerate(calls):
                 if not cid:
                     cid = f"{msg_id}#{k}"
@@ -405,30 +458,39 @@ class Builder:
                         self.pending[cid] = [position]
                     else:
                         stack.append(position)
-                ids.append(cid)
-                self.tool_calls.append(ToolCall(cid, cname, args, msg_id))
-            call_ids = tuple(ids)
+                out.append(cid)
+                self.tool_calls.append(new_tool_call(cid, cname, args, msg_id))
+            call_ids = tuple(out)
         answer: str | None = None
         if role == "tool" and (link or answers):
             answer = self._link(answers, by_name, pos, answer_field, position)
         if tokens is None:
-            tokens = self.ctx.count(role, provider_role, content,
-                                    [(c[1], c[2]) for c in calls], name, images)
-            self.ctx.counted = True
-        message = Message(msg_id, role, tokens, content=content, tool_call_ids=call_ids,
-                          tool_call_id=answer)
-        self.messages.append(message)
+            tokens = ctx.count(role, provider_role, content,
+                               [(c[1], c[2]) for c in calls] if calls else [], name, images)
+        message = new_message(msg_id, role, tokens, content, call_ids, answer)
+        messages.append(message)
         self.records.append(record)
-        self.parts.append(part)
-        if part is not None:
-            self.has_parts = True
         self.proles.append(provider_role)
-        self.ids.add(msg_id)
-        if content:
-            self.listings.extend(self.ctx.listings(content))
-        for c in calls:
-            if c[2]:
-                self.listings.extend(self.ctx.listings(c[2]))
+        if part is not None:
+            if not self.has_parts:
+                self.parts = [None] * (len(messages) - 1)
+                self.has_parts = True
+            self.parts.append(part)
+        elif self.has_parts:
+            self.parts.append(None)
+        if ctx.batch:  # the default extractor: one pass over the conversation's texts at build
+            texts = self.listings
+            if content:
+                texts.append(content)
+            for c in calls:
+                if c[2]:
+                    texts.append(c[2])
+        else:
+            if content:
+                self.listings.extend(ctx.listings(content))
+            for c in calls:
+                if c[2]:
+                    self.listings.extend(ctx.listings(c[2]))
         return message
 
     def _link(self, answers: str | None, by_name: str | None, pos: int, field: str | None,
@@ -478,7 +540,8 @@ class Builder:
             self.conv_id,
             user_id,
             tuple(self.messages),
-            tuple(self.listings),
+            (tuple(extract_listing_ids("\n".join(self.listings))) if self.ctx.batch
+             else tuple(self.listings)),
             tuple(self.tool_calls) if calls else (),
             source=self.ctx.source,
             source_format=fmt,

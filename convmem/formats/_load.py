@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import gc
 import json
 import os
 from collections.abc import Callable, Iterable, Sequence
@@ -294,7 +295,17 @@ def parse_conversations(
     path = _compile_path(messages_path)
     text = _decode(data, source, max_bytes)
     ctx = Context(source, counter, listing_extractor, strict)
-    _parse_text(ctx, text, fmt, force_jsonl, path)
+    # A load allocates millions of acyclic objects (decoded JSON, messages) that all stay alive:
+    # the cyclic collector would walk them again and again (measured: a third of the load time,
+    # benchmarks/bench_parse.py). Nothing here makes cycles, so it is paused for the load.
+    paused = gc.isenabled()
+    if paused:
+        gc.disable()
+    try:
+        _parse_text(ctx, text, fmt, force_jsonl, path)
+    finally:
+        if paused:
+            gc.enable()
     if not ctx.conversations and ctx.first is not None:
         raise ctx.first
     name = (ctx.conversations[0].source_format if ctx.conversations
