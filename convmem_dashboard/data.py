@@ -105,18 +105,22 @@ def _uploads() -> OrderedDict[str, tuple[str, tuple[Conversation, ...], tuple[Sk
     return OrderedDict()
 
 
-def register_upload(name: str, data: bytes) -> str:
+def register_upload(name: str, data: bytes, messages_path: str | None = None) -> str:
     """Parse an uploaded file and return its dataset key.
 
-    Conversations at fault are skipped (convmem's LoadResult); :func:`upload_skipped` says which
-    and why. Raises FormatError (from convmem) with the line and field at fault when nothing
-    loads; the caller shows it.
+    ``messages_path``: a JMESPath expression locating the message list in each record of a wrapped
+    log (e.g. ``answer_generation.train_messages[-1]``), or None. Conversations at fault are skipped
+    (convmem's LoadResult); :func:`upload_skipped` says which and why. Raises FormatError (from
+    convmem) with the line and field at fault when nothing loads, ValueError for a bad expression;
+    the caller shows it.
     """
-    digest = hashlib.sha256(data).hexdigest()[:16]
+    path = messages_path.strip() if messages_path else None
+    digest = hashlib.sha256(data + b"\0" + (path or "").encode()).hexdigest()[:16]
     key = f"upload:{digest}"
     registry = _uploads()
     if key not in registry:
-        result = parse_conversations(data, source_name=name, max_bytes=MAX_UPLOAD_BYTES)
+        result = parse_conversations(data, source_name=name, max_bytes=MAX_UPLOAD_BYTES,
+                                     messages_path=path or None)
         if not result:
             raise FormatError("the file holds no conversation", source=name)
         registry[key] = (name, tuple(result.conversations), result.skipped)

@@ -291,6 +291,26 @@ def test_an_upload_with_one_bad_conversation_loads_the_rest_and_says_why():
         "of system, developer, user, assistant, tool, function)")
 
 
+WRAPPED = json.dumps({"answer_generation": {"train_messages": [
+    [{"role": "user", "content": "first try"}],
+    [{"role": "system", "content": "You are AutoGPT."}, {"role": "user", "content": "go"},
+     {"role": "assistant", "content": None, "function_call": {"name": "f", "arguments": "{}"}},
+     {"role": "function", "name": "f", "content": "done"}],
+]}}).encode()
+
+
+def test_a_wrapped_log_loads_with_a_messages_path():
+    at = upload(open_home(), "wrapped.json", WRAPPED)
+    message = shown_error(at)
+    assert "unknown format" in message and "answer_generation.train_messages[-1]" in message
+    at.text_input(key="messages_path").set_value("answer_generation.train_messages[-1]").run()
+    assert not at.error
+    assert data_in_use(at).startswith("upload:")
+    assert [s.value for s in at.success] == ["Using the uploaded file: 1 conversation."]
+    at.text_input(key="messages_path").set_value("answer_generation.train_messages[").run()
+    assert "not a JMESPath expression" in shown_error(at)
+
+
 @pytest.mark.parametrize("case", list(MALFORMED))
 def test_malformed_upload_shows_a_readable_error_and_keeps_the_data(case):
     name, data, where, reason = MALFORMED[case]

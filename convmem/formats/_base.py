@@ -21,6 +21,7 @@ loader skips that conversation (or, with ``strict=True``, raises it).
 
 from __future__ import annotations
 
+import json
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -50,11 +51,16 @@ __all__ = [
     "ImageRef",
     "Where",
     "check_tokens",
+    "compact_json",
     "kind",
     "regroup",
     "same_format",
     "short",
 ]
+
+#: Compact JSON text of a value (tool-call arguments given as objects): one encoder, built once
+#: (``json.dumps`` with options builds a new encoder per call).
+compact_json = json.JSONEncoder(ensure_ascii=False, separators=(",", ":")).encode
 
 _MESSAGE_FIELDS = ("id", "role", "tokens", "content", "tool_call_ids", "tool_call_id")
 
@@ -492,6 +498,32 @@ class Builder:
                 if c[2]:
                     self.listings.extend(ctx.listings(c[2]))
         return message
+
+    def add_plain(self, pos: int, role: str, provider_role: str, content: str | None,
+                  record: Any, name: str | None, images: Sequence[Any],
+                  tokens: int | None) -> None:
+        """:meth:`add` for a message with no tool calls that answers none, whole record, no own
+        id (the hot path of a load: most messages)."""
+        messages = self.messages
+        msg_id = f"{self.conv_id}:{len(messages)}"
+        ids = self.ids
+        if msg_id in ids:
+            self.ctx.fail(f"duplicate message id {msg_id!r} in conversation {self.conv_id!r}",
+                          self.where.msg(pos, "id"), msg_id)
+        ids.add(msg_id)
+        ctx = self.ctx
+        if tokens is None:
+            tokens = ctx.count(role, provider_role, content, [], name, images)
+        messages.append(new_message(msg_id, role, tokens, content, (), None))
+        self.records.append(record)
+        self.proles.append(provider_role)
+        if self.has_parts:
+            self.parts.append(None)
+        if content:
+            if ctx.batch:
+                self.listings.append(content)
+            else:
+                self.listings.extend(ctx.listings(content))
 
     def _link(self, answers: str | None, by_name: str | None, pos: int, field: str | None,
               position: int) -> str:

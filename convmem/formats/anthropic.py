@@ -30,7 +30,18 @@ from collections.abc import Sequence
 from typing import Any
 
 from ..conversations import Conversation
-from ._base import Builder, Context, Format, ImageRef, Where, kind, regroup, same_format, short
+from ._base import (
+    Builder,
+    Context,
+    Format,
+    ImageRef,
+    Where,
+    compact_json,
+    kind,
+    regroup,
+    same_format,
+    short,
+)
 
 __all__ = ["FORMAT", "detect", "dump", "parse"]
 
@@ -102,7 +113,10 @@ def _turn(ctx: Context, b: Builder, raw: Any, i: int) -> None:
     content = raw["content"]
     own = raw.get("id")
     if isinstance(content, str):
-        b.add(i, role, role, content, raw, own_id=own)
+        if own is None:
+            b.add_plain(i, role, role, content, raw, None, (), None)
+        else:
+            b.add(i, role, role, content, raw, own_id=own)
         return
     if not isinstance(content, list):
         ctx.fail(f"content must be a string or a list of blocks, got {kind(content)}",
@@ -150,7 +164,7 @@ def _turn(ctx: Context, b: Builder, raw: Any, i: int) -> None:
                          at(f"{bat}.name"), name)
             if "input" not in block:
                 ctx.fail("missing 'input'", at(f"{bat}.input"))
-            args = json.dumps(block["input"], ensure_ascii=False, separators=(",", ":"))
+            args = compact_json(block["input"])
             calls.append((call_id or None, name, args))
         elif btype == "tool_result":
             if role != "user":

@@ -25,7 +25,18 @@ from collections.abc import Sequence
 from typing import Any
 
 from ..conversations import Conversation
-from ._base import Builder, Context, Format, ImageRef, Where, kind, regroup, same_format, short
+from ._base import (
+    Builder,
+    Context,
+    Format,
+    ImageRef,
+    Where,
+    compact_json,
+    kind,
+    regroup,
+    same_format,
+    short,
+)
 
 __all__ = ["FORMAT", "detect", "dump", "parse"]
 
@@ -103,7 +114,7 @@ def _turn(ctx: Context, b: Builder, raw: Any, i: int) -> None:
                          at(f"{pat}.id"), cid)
             args = call.get("args", {})
             calls.append((cid or None, call["name"],
-                          json.dumps(args, ensure_ascii=False, separators=(",", ":"))))
+                          compact_json(args)))
         elif response is not None:
             if role == "model":
                 ctx.fail("functionResponse parts belong to user or function turns", at(pat),
@@ -117,8 +128,7 @@ def _turn(ctx: Context, b: Builder, raw: Any, i: int) -> None:
                 ctx.fail(f"a functionResponse 'id' must be a string, got {short(rid)}",
                          at(f"{pat}.id"), rid)
             body = response.get("response", {})
-            text = body if isinstance(body, str) else json.dumps(
-                body, ensure_ascii=False, separators=(",", ":"))
+            text = body if isinstance(body, str) else compact_json(body)
             results.append((j, rid or None, response["name"], text))
         elif isinstance(data, dict):
             mime = data.get("mimeType", data.get("mime_type", ""))

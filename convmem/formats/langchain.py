@@ -25,7 +25,18 @@ from collections.abc import Sequence
 from typing import Any
 
 from ..conversations import Conversation
-from ._base import ROLE_MAP, Builder, Context, Format, ImageRef, Where, kind, same_format, short
+from ._base import (
+    ROLE_MAP,
+    Builder,
+    Context,
+    Format,
+    ImageRef,
+    Where,
+    compact_json,
+    kind,
+    same_format,
+    short,
+)
 
 __all__ = ["FORMAT", "detect", "dump", "parse"]
 
@@ -35,7 +46,8 @@ _TYPES = {"system": "system", "human": "user", "ai": "assistant", "tool": "tool"
 
 
 def _is_message(m: Any) -> bool:
-    return isinstance(m, dict) and m.get("type") in _TYPES and isinstance(m.get("data"), dict)
+    return (isinstance(m, dict) and isinstance(m.get("type"), str) and m["type"] in _TYPES
+            and isinstance(m.get("data"), dict))
 
 
 def detect(record: Any) -> bool:
@@ -98,8 +110,7 @@ def _calls(ctx: Context, data: dict[str, Any], at: Any) -> list[tuple[str | None
                 ctx.fail(f"duplicate tool call id {cid!r} in one message",
                          at(f"tool_calls[{j}].id"), cid)
             args = call.get("args", {})
-            text = args if isinstance(args, str) else json.dumps(
-                args, ensure_ascii=False, separators=(",", ":"))
+            text = args if isinstance(args, str) else compact_json(args)
             calls.append((cid or None, name, text))
         return calls
     kw_calls = kwargs.get("tool_calls")
@@ -112,7 +123,7 @@ def _calls(ctx: Context, data: dict[str, Any], at: Any) -> list[tuple[str | None
             cid = call.get("id")
             args = fn.get("arguments", "")
             calls.append((cid if isinstance(cid, str) and cid else None, fn["name"],
-                          args if isinstance(args, str) else json.dumps(args)))
+                          args if isinstance(args, str) else compact_json(args)))
     fcall = kwargs.get("function_call")
     if isinstance(fcall, dict):
         name = fcall.get("name")
@@ -120,7 +131,7 @@ def _calls(ctx: Context, data: dict[str, Any], at: Any) -> list[tuple[str | None
             ctx.fail("additional_kwargs.function_call needs a non-empty string 'name'",
                      at("additional_kwargs.function_call.name"), name)
         args = fcall.get("arguments", "")
-        calls.append((None, name, args if isinstance(args, str) else json.dumps(args)))
+        calls.append((None, name, args if isinstance(args, str) else compact_json(args)))
     return calls
 
 
@@ -133,7 +144,7 @@ def add_messages(ctx: Context, b: Builder, messages: list[Any]) -> None:
         if not isinstance(raw, dict):
             ctx.fail(f"a message must be an object, got {kind(raw)}", at(), raw)
         mtype = raw.get("type")
-        if mtype not in _TYPES or not isinstance(mtype, str):
+        if not isinstance(mtype, str) or mtype not in _TYPES:
             ctx.fail(f"unknown message type {short(mtype)} (expected one of {', '.join(_TYPES)})",
                      at("type"), mtype)
         data = raw.get("data")

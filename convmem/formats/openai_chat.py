@@ -38,6 +38,7 @@ from ._base import (
     ImageRef,
     Where,
     check_tokens,
+    compact_json,
     kind,
     same_format,
     short,
@@ -120,7 +121,7 @@ def _arguments(ctx: Context, fn: dict[str, Any], where: Where, i: int, at: str) 
     if isinstance(args, str):
         return args
     if isinstance(args, (dict, list)):
-        return json.dumps(args, ensure_ascii=False, separators=(",", ":"))
+        return compact_json(args)
     return ctx.fail(f"'arguments' must be a JSON string or object, got {kind(args)}",
                     where.msg(i, f"{at}.arguments"), args)
 
@@ -231,7 +232,11 @@ def add_messages(ctx: Context, b: Builder, messages: list[Any]) -> None:
         tokens = raw.get("tokens")
         if tokens is not None:
             tokens = check_tokens(ctx, tokens, where.msg(i, "tokens"))
-        b.add(i, role, prole, content, raw, own_id=raw.get("id"), calls=calls, answers=answers,
+        own = raw.get("id")
+        if not calls and role != "tool" and own is None:
+            b.add_plain(i, role, prole, content, raw, name, images, tokens)
+            continue
+        b.add(i, role, prole, content, raw, own_id=own, calls=calls, answers=answers,
               answer_field="tool_call_id", by_name=by_name, name=name, images=images,
               tokens=tokens)
 
