@@ -38,7 +38,8 @@ from convmem.formats import FORMATS  # noqa: E402
 from convmem.synthetic import generate_shoppers  # noqa: E402
 from convmem.tokens import default_counter  # noqa: E402
 
-TIKTOKEN_CACHE = Path(__file__).resolve().parent.parent.parent / "shared/real_data/tokenizers/tiktoken_cache"
+SHARED = Path(__file__).resolve().parent.parent.parent / "shared" / "real_data"
+TIKTOKEN_CACHE = SHARED / "tokenizers" / "tiktoken_cache"
 if TIKTOKEN_CACHE.is_dir():  # an offline tokenizer for the token-counting column
     os.environ.setdefault("TIKTOKEN_CACHE_DIR", str(TIKTOKEN_CACHE))
 

@@ -2,9 +2,10 @@
 
 A :class:`Conversation` is a frozen value: its id, the shopper's ``user_id``, its
 :class:`~convmem.Message` tuple (tool calls linked by id) and the listing ids it mentions, in order
-of mention with repeats — the input of Part 3 (``evict_conversations``). It also keeps, per message,
-the provider record it came from and the provider's own role, so what History keeps can be written
-back out in the format it came in (:meth:`Conversation.keep` + :func:`dump_conversations`).
+of mention with repeats — the input of Part 3 (``evict_conversations``). It also keeps, per
+message, the provider record it came from and the provider's own role, so what History keeps can
+be written back out in the format it came in (:meth:`Conversation.keep` +
+:func:`dump_conversations`).
 
 Reading files is :mod:`convmem.formats` (one module per provider format, a registry
 :data:`~convmem.formats.FORMATS`, a shared builder); this module holds the values and re-exports

@@ -196,7 +196,8 @@ def test_toolbench_files_load_with_messages_path():
                 load_conversations(path, counter=A,
                                    messages_path="answer_generation.train_messages[-1]")
             continue
-        r = load_conversations(path, counter=A, messages_path="answer_generation.train_messages[-1]")
+        r = load_conversations(path, counter=A,
+                               messages_path="answer_generation.train_messages[-1]")
         (c,) = r
         raw = train[-1]
         assert len(c.messages) == len(raw) and c.records == tuple(raw)

@@ -10,7 +10,7 @@ new module plus one line in ``_MODULES`` below.
 ``openai-responses``      OpenAI Responses API items (``message``, ``function_call``, ...)
 ``anthropic``             Anthropic Messages (``{system?, messages}``, content blocks)
 ``langchain``             LangChain ``messages_to_dict`` output (``{"type", "data"}``)
-``gemini``                Gemini ``contents`` (``parts`` with ``functionCall`` / ``functionResponse``)
+``gemini``                Gemini ``contents`` (``functionCall`` / ``functionResponse`` parts)
 ``tau-bench``             tau-bench run files (rows with ``traj``)
 ``csv``                   CSV rows ``id,role,tokens[,...]``
 ========================= ========================================================================

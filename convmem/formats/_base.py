@@ -133,7 +133,7 @@ class Format:
         parse: for a JSON format, ``parse(record, ctx, where) -> Conversation`` for one record
             (raises :class:`Fault`); for a text format, ``parse(text, ctx, where) -> None`` adding
             conversations and skips to ``ctx`` itself.
-        dump: ``dump(conversations) -> str``, the file text (see :func:`convmem.dump_conversations`).
+        dump: ``dump(conversations) -> str``, the file text (:func:`convmem.dump_conversations`).
         text: True for a format read from text (CSV), not from JSON values.
     """
 

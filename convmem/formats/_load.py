@@ -30,10 +30,8 @@ def _resolve(fmt: Any) -> tuple[Format | None, bool]:
     if fmt in ALIASES:
         target, jsonl = ALIASES[fmt]
         return (FORMATS[target] if target else None), jsonl
-    raise ValueError(
-        f"format must be one of {('auto',) + tuple(FORMATS) + tuple(a for a in ALIASES if a != 'auto')}"
-        f", got {fmt!r}"
-    )
+    accepted = ("auto", *FORMATS, *(a for a in ALIASES if a != "auto"))
+    raise ValueError(f"format must be one of {accepted}, got {fmt!r}")
 
 
 def _found(value: Any) -> str:
@@ -109,8 +107,9 @@ def _one(ctx: Context, fmt: Format | None, record: Any, where: Where, path: Any)
         if path is not None:
             inner = path.search(record)
             if not isinstance(inner, list):
-                ctx.fail(f"messages_path {path.expression!r} found {_found(inner) if inner is not None else 'nothing'}"
-                         ", not a list of messages", where.conv(path.expression), None)
+                found = _found(inner) if inner is not None else "nothing"
+                ctx.fail(f"messages_path {path.expression!r} found {found}, not a list of messages",
+                         where.conv(path.expression), None)
             where = Where(where.line, path.expression, False)
             record = inner
         f = fmt if fmt is not None else (_pick(record) or ctx.last)
@@ -286,8 +285,9 @@ def parse_conversations(
     ...                         counter=None, source_name="t.jsonl")
     >>> [c.id for c in r], r.summary()
     (['a'], 'Loaded 1 of 2 conversations; 1 skipped')
-    >>> str(r.skipped[0])
-    "conversation 'b', line 2, field 'messages[0].role': unknown role 'robot' (expected one of system, developer, user, assistant, tool, function)"
+    >>> s = r.skipped[0]
+    >>> s.conversation_id, s.line, s.field, s.value, s.reason[:20]
+    ('b', 2, 'messages[0].role', "'robot'", "unknown role 'robot'")
     """
     source = "<input>" if source_name is None else str(source_name)
     fmt, force_jsonl = _resolve(format)
@@ -332,8 +332,9 @@ def _parse_text(ctx: Context, text: str, fmt: Format | None, force_jsonl: bool,
                 if f.text and f.detect(first_line):
                     f.parse(text, ctx, Where(None, "", False))
                     return
-        ctx.fail(f"unknown format: expected JSON or JSONL ({', '.join(n for n, f in FORMATS.items() if not f.text)}) "
-                 f"or CSV with header id,role,tokens; the file starts with {short(first_line, 30)}")
+        json_names = ", ".join(n for n, f in FORMATS.items() if not f.text)
+        ctx.fail(f"unknown format: expected JSON or JSONL ({json_names}) or CSV with header "
+                 f"id,role,tokens; the file starts with {short(first_line, 30)}")
     try:
         doc = json.loads(text)
     except json.JSONDecodeError as exc:

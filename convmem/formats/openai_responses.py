@@ -88,8 +88,9 @@ def _str(ctx: Context, item: dict[str, Any], key: str, where: Where, i: int,
          empty_ok: bool = False) -> str:
     value = item.get(key)
     if not isinstance(value, str) or (not value and not empty_ok):
-        ctx.fail(f"a {item.get('type')} item needs a {'string' if empty_ok else 'non-empty string'} "
-                 f"{key!r}, got {short(value)}", where.msg(i, key), value)
+        wanted = "string" if empty_ok else "non-empty string"
+        ctx.fail(f"a {item.get('type')} item needs a {wanted} {key!r}, got {short(value)}",
+                 where.msg(i, key), value)
     return value
 
 
@@ -114,7 +115,8 @@ def add_items(ctx: Context, b: Builder, items: list[Any]) -> None:
             name = _str(ctx, item, "name", where, i)
             args = _str(ctx, item, "arguments" if itype == "function_call" else "input", where, i,
                         empty_ok=True)
-            b.add(i, "assistant", "assistant", None, item, own_id=own, calls=[(call_id, name, args)])
+            b.add(i, "assistant", "assistant", None, item, own_id=own,
+                  calls=[(call_id, name, args)])
         elif itype in ("function_call_output", "custom_tool_call_output"):
             call_id = _str(ctx, item, "call_id", where, i)
             output = item.get("output")
