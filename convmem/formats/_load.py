@@ -120,6 +120,9 @@ def _one(ctx: Context, fmt: Format | None, record: Any, where: Where, path: Any)
         ctx.conversations.append(conv)
     except FormatError as exc:
         ctx.skip(exc, _record_id(record))
+    except RecursionError:  # a value nested too deeply to re-encode (tool-call arguments)
+        ctx.skip(FormatError("a value is nested too deeply", source=ctx.source,
+                             line=where.conv(None)[0]), _record_id(record))
 
 
 def _jsonl(ctx: Context, text: str, fmt: Format | None, path: Any) -> None:
