@@ -75,7 +75,7 @@ def extract_listing_ids(text: str) -> list[str]:
     ['1234567890', '0987654321']
     """
     raw = text.encode("ascii", "replace") if not text.isascii() else text.encode()
-    return [r.decode() for r in raw.translate(_ASCII_DIGITS).split() if len(r) == 10]
+    return [r for r in raw.translate(_ASCII_DIGITS).decode("ascii").split() if len(r) == 10]
 
 
 def make_listing_extractor(

@@ -8,15 +8,19 @@ import json
 from pathlib import Path
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from convmem import (
     FORMATS,
+    LISTING_ID_PATTERN,
     FormatError,
     History,
     LoadResult,
     Message,
     Skipped,
     ToolCall,
+    extract_listing_ids,
     load_conversations,
     parse_conversations,
 )
@@ -319,3 +323,12 @@ def test_load_result_behaves_as_the_old_list():
     assert r == list(r.conversations) and r[-1].id == "r2" and list(reversed(r))[0].id == "r2"
     assert r[0:1] == r.conversations[0:1]
     assert isinstance(r[0].messages[0], Message)
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.text(alphabet=st.sampled_from("0123456789 a\u0661\u00e9\n-"), max_size=60))
+def test_listing_extractor_equals_its_pattern(text):
+    """The byte-translate extractor finds exactly what LISTING_ID_PATTERN finds (the reference)."""
+    assert extract_listing_ids(text) == LISTING_ID_PATTERN.findall(text)
+    joined = extract_listing_ids(text + "\n" + text)  # the per-conversation batch: same ids twice
+    assert joined == LISTING_ID_PATTERN.findall(text) * 2
