@@ -180,6 +180,7 @@ class Conversation:
     total_tokens: int = field(init=False, compare=False, repr=False)
 
     def __post_init__(self) -> None:
+        lazy = _LISTING_SLOT.__get__(self) is LAZY_LISTINGS
         if not isinstance(self.id, str):
             raise TypeError(f"Conversation.id must be a str, got {self.id!r}")
         if not self.id:
@@ -187,6 +188,8 @@ class Conversation:
         if self.user_id is not None and not isinstance(self.user_id, str):
             raise TypeError(f"Conversation.user_id must be a str or None, got {self.user_id!r}")
         for name, kind in (("messages", Message), ("listing_ids", str), ("tool_calls", ToolCall)):
+            if lazy and name == "listing_ids":
+                continue
             value = getattr(self, name)
             if isinstance(value, list):
                 value = tuple(value)
@@ -266,27 +269,68 @@ class Conversation:
         messages = tuple(self.messages[i] for i in idx)
         kept_ids = {m.id for m in messages}
         calls = tuple(tc for tc in self.tool_calls if tc.message_id in kept_ids)
-        extract = extract_listing_ids if listing_extractor is None else listing_extractor
-        listings: list[str] = []
-        by_msg: dict[str, list[ToolCall]] = {}
-        for tc in calls:
-            by_msg.setdefault(tc.message_id, []).append(tc)
-        for m in messages:
-            if m.content:
-                listings.extend(extract(m.content))
-            for tc in by_msg.get(m.id, ()):
-                if tc.arguments:
-                    listings.extend(extract(tc.arguments))
+        listings: Any = LAZY_LISTINGS  # the default extractor: on first read
+        if listing_extractor is not None:
+            listings = []
+            by_msg: dict[str, list[ToolCall]] = {}
+            for tc in calls:
+                by_msg.setdefault(tc.message_id, []).append(tc)
+            for m in messages:
+                if m.content:
+                    listings.extend(listing_extractor(m.content))
+                for tc in by_msg.get(m.id, ()):
+                    if tc.arguments:
+                        listings.extend(listing_extractor(tc.arguments))
+            listings = tuple(listings)
 
         def pick(values: tuple[Any, ...]) -> tuple[Any, ...]:
             return tuple(values[i] for i in idx) if values else ()
 
         return Conversation(
-            self.id, self.user_id, messages, tuple(listings), calls,
+            self.id, self.user_id, messages, listings, calls,
             source=self.source, source_format=self.source_format,
             records=pick(self.records), parts=pick(self.parts),
             provider_roles=pick(self.provider_roles), envelope=self.envelope,
         )
+
+
+#: ``listing_ids=LAZY_LISTINGS`` (used by the loader) defers extraction to the first read of
+#: ``Conversation.listing_ids``: the default extractor over each message's content, then its
+#: calls' arguments, in message order (what the loader would have computed; a load does not pay
+#: for listings a caller never reads).
+LAZY_LISTINGS: tuple[str, ...] = ("<lazy listing ids>",)
+_LISTING_SLOT = Conversation.__dict__["listing_ids"]
+
+
+def _compute_listings(conv: Conversation) -> tuple[str, ...]:
+    texts: list[str] = []
+    calls = conv.tool_calls
+    k, n = 0, len(calls)
+    for m in conv.messages:
+        if m.content:
+            texts.append(m.content)
+        if m.tool_call_ids:
+            while k < n and calls[k].message_id != m.id:
+                k += 1
+            while k < n and calls[k].message_id == m.id:
+                if calls[k].arguments:
+                    texts.append(calls[k].arguments)
+                k += 1
+    return tuple(extract_listing_ids("\n".join(texts)))
+
+
+def _get_listings(self: Conversation) -> tuple[str, ...]:
+    value = _LISTING_SLOT.__get__(self)
+    if value is LAZY_LISTINGS:
+        value = _compute_listings(self)
+        _LISTING_SLOT.__set__(self, value)
+    return value
+
+
+Conversation.listing_ids = property(  # type: ignore[assignment]
+    _get_listings, _LISTING_SLOT.__set__,
+    doc="The listing ids mentioned, in order of mention, with repeats (computed on first read "
+        "when the loader deferred them). O(1) after the first read.")
 
 
 @dataclass(frozen=True, slots=True)

@@ -26,7 +26,7 @@ from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from ..conversations import Conversation, Skipped, ToolCall, extract_listing_ids
+from ..conversations import LAZY_LISTINGS, Conversation, Skipped, ToolCall, extract_listing_ids
 from ..errors import FormatError
 from ..message import Message
 
@@ -484,14 +484,7 @@ class Builder:
             self.parts.append(part)
         elif self.has_parts:
             self.parts.append(None)
-        if ctx.batch:  # the default extractor: one pass over the conversation's texts at build
-            texts = self.listings
-            if content:
-                texts.append(content)
-            for c in calls:
-                if c[2]:
-                    texts.append(c[2])
-        else:
+        if not ctx.batch:  # the default extractor runs lazily (Conversation.listing_ids)
             if content:
                 self.listings.extend(ctx.listings(content))
             for c in calls:
@@ -519,11 +512,8 @@ class Builder:
         self.proles.append(provider_role)
         if self.has_parts:
             self.parts.append(None)
-        if content:
-            if ctx.batch:
-                self.listings.append(content)
-            else:
-                self.listings.extend(ctx.listings(content))
+        if content and not ctx.batch:
+            self.listings.extend(ctx.listings(content))
 
     def _link(self, answers: str | None, by_name: str | None, pos: int, field: str | None,
               position: int) -> str:
@@ -572,8 +562,7 @@ class Builder:
             self.conv_id,
             user_id,
             tuple(self.messages),
-            (tuple(extract_listing_ids("\n".join(self.listings))) if self.ctx.batch
-             else tuple(self.listings)),
+            LAZY_LISTINGS if self.ctx.batch else tuple(self.listings),
             tuple(self.tool_calls) if calls else (),
             source=self.ctx.source,
             source_format=fmt,
