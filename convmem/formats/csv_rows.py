@@ -158,7 +158,8 @@ def _row(ctx: Context, b: Builder, record: dict[str, str], start: int) -> None:
 
 def dump(conversations: Sequence[Conversation]) -> str:
     out = io.StringIO()
-    writer = csv.writer(out, lineterminator="\n")
+    # "\r\n" rows (RFC 4180): then a cell holding a lone "\r" or "\n" is quoted too
+    writer = csv.writer(out, lineterminator="\r\n")
     header: tuple[str, ...] | None = None
     for c in conversations:
         if same_format(c, NAME) and isinstance(c.envelope, tuple):
