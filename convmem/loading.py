@@ -31,7 +31,7 @@ attempt count, the messages loaded so far, the run's :class:`LoadReport`, and th
 ``__cause__``; a partial history is never returned silently.
 
 Time, in seconds, is read from the injected ``clock`` and spent through the injected ``sleep``, so a
-:class:`~convmem.stores.VirtualClock` runs the whole thing with no real waiting.
+:class:`~convmem.testing.VirtualClock` runs the whole thing with no real waiting.
 
 >>> from convmem import Message
 >>> pages = {None: (["m1", "m2"], "c1"), "c1": (["m3"], "c2"), "c2": ([], None)}
@@ -546,7 +546,7 @@ def load_history(
         Exception: any non-retryable exception from ``fetch_page`` propagates at once, unretried.
 
     >>> from convmem import Message, TransientError
-    >>> from convmem.stores import VirtualClock
+    >>> from convmem.testing import VirtualClock
     >>> failures = [TransientError("503"), TransientError("timeout")]
     >>> def fetch_page(cursor):
     ...     if failures:

@@ -34,7 +34,9 @@ import random
 from collections.abc import Sequence
 from typing import Any
 
-from .conversations import Conversation, ToolCall, _Parser, _Where, to_openai_jsonl
+from .conversations import Conversation, ToolCall, to_openai_jsonl
+from .formats import openai_chat
+from .formats._base import Context, Where
 from .message import Message
 from .tokens import TokenCounter
 
@@ -392,7 +394,7 @@ def generate_shoppers(
     while any(queues):
         q = rng.choice([q for q in queues if q])
         timeline.append(q.pop())
-    parser = _Parser("synthetic", counter, None)
+    ctx = Context("synthetic", counter, None, strict=True)
     done: dict[str, int] = {}
     out = []
     for k, shopper in enumerate(timeline):
@@ -400,8 +402,7 @@ def generate_shoppers(
         conv_id = f"{shopper.user_id}-{done[shopper.user_id]}"
         record = {"id": conv_id, "user_id": shopper.user_id,
                   "messages": _conversation(rng, conv_id, shopper, catalog)}
-        conv = parser.conversation_object(record, _Where(k + 1, "messages", False), "openai",
-                                          "json")
+        conv = openai_chat.parse(record, ctx, Where(k + 1, "", False))
         out.append(dataclasses.replace(conv, source_format="synthetic"))
     return out
 

@@ -22,7 +22,7 @@ from pathlib import Path
 
 import streamlit as st
 
-from convmem import Conversation, FormatError, load_conversations, parse_conversations
+from convmem import Conversation, FormatError, Skipped, load_conversations, parse_conversations
 from convmem.synthetic import generate_conversation
 from convmem.tokens import default_counter
 
@@ -39,6 +39,7 @@ __all__ = [
     "md_escape",
     "GONE_UPLOAD_WARNING",
     "url_upload_status",
+    "upload_skipped",
 ]
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -98,30 +99,45 @@ MAX_UPLOADS_KEPT = 8
 
 
 @st.cache_resource(show_spinner=False)
-def _uploads() -> OrderedDict[str, tuple[str, tuple[Conversation, ...]]]:
+def _uploads() -> OrderedDict[str, tuple[str, tuple[Conversation, ...], tuple[Skipped, ...]]]:
     """Parsed uploads by key, shared by the sessions of this server (keys are content hashes),
     bounded by MAX_UPLOADS_KEPT so a long-running server's memory stays bounded."""
     return OrderedDict()
 
 
-def register_upload(name: str, data: bytes) -> str:
+def register_upload(name: str, data: bytes, messages_path: str | None = None) -> str:
     """Parse an uploaded file and return its dataset key.
 
-    Raises FormatError (from convmem) with the line and field at fault; the caller shows it.
+    ``messages_path``: a JMESPath expression locating the message list in each record of a wrapped
+    log (e.g. ``answer_generation.train_messages[-1]``), or None. Conversations at fault are skipped
+    (convmem's LoadResult); :func:`upload_skipped` says which and why. Raises FormatError (from
+    convmem) with the line and field at fault when nothing loads, ValueError for a bad expression;
+    the caller shows it.
     """
-    digest = hashlib.sha256(data).hexdigest()[:16]
+    path = messages_path.strip() if messages_path else None
+    digest = hashlib.sha256(data + b"\0" + (path or "").encode()).hexdigest()[:16]
     key = f"upload:{digest}"
     registry = _uploads()
     if key not in registry:
-        conversations = parse_conversations(data, source_name=name, max_bytes=MAX_UPLOAD_BYTES)
-        if not conversations:
+        result = parse_conversations(data, source_name=name, max_bytes=MAX_UPLOAD_BYTES,
+                                     messages_path=path or None)
+        if not result:
             raise FormatError("the file holds no conversation", source=name)
-        registry[key] = (name, tuple(conversations))
+        registry[key] = (name, tuple(result.conversations), result.skipped)
         while len(registry) > MAX_UPLOADS_KEPT:
             registry.popitem(last=False)
     else:
         registry.move_to_end(key)
     return key
+
+
+def upload_skipped(key: str) -> tuple[int, tuple[Skipped, ...]]:
+    """(conversations in the uploaded file, the skipped ones) for an upload key; (0, ()) when the
+    server no longer holds it."""
+    entry = _uploads().get(key)
+    if entry is None:
+        return 0, ()
+    return len(entry[1]) + len(entry[2]), entry[2]
 
 
 @st.cache_resource(show_spinner="Loading conversations…", max_entries=8)
@@ -166,7 +182,7 @@ def get_dataset(key: str) -> Dataset:
     if key.startswith("upload:"):
         entry = _uploads().get(key)
         if entry is not None:
-            name, conversations = entry
+            name, conversations = entry[0], entry[1]
             return Dataset(key, _label(key), conversations, f"uploaded file {md_escape(name)}")
         key = "sample"
     if key not in ("sample", "retail") and not (

@@ -3,7 +3,12 @@
 import streamlit as st
 
 from convmem import FormatError
-from convmem_dashboard.data import MAX_UPLOAD_BYTES, current_dataset, register_upload
+from convmem_dashboard.data import (
+    MAX_UPLOAD_BYTES,
+    current_dataset,
+    register_upload,
+    upload_skipped,
+)
 from convmem_dashboard.entry import require_entry
 
 require_entry()
@@ -49,8 +54,8 @@ def _on_upload() -> None:
         )
         return
     try:
-        key = register_upload(upload.name, data)
-    except FormatError as exc:
+        key = register_upload(upload.name, data, st.session_state.get("messages_path") or None)
+    except (FormatError, ValueError) as exc:
         st.session_state["upload_error"] = str(exc)
         return
     st.session_state["upload_key"] = key
@@ -58,15 +63,23 @@ def _on_upload() -> None:
 
 
 st.subheader("Use your own conversations")
+st.text_input(
+    "Messages path (only for wrapped logs)",
+    key="messages_path",
+    on_change=_on_upload,  # a new path re-reads the file already uploaded
+    placeholder="answer_generation.train_messages[-1]",
+    help="A JMESPath expression pointing at the message list inside each record, when the file "
+    "keeps its messages inside a wrapper. Leave empty to detect the format.",
+)
 st.file_uploader(
     "Upload a conversation file",
     type=["json", "jsonl", "csv"],
     key="upload_file",
     on_change=_on_upload,
     help=(
-        "OpenAI chat JSON (a list of messages) or JSONL (one conversation per line), a tau-bench "
-        "run file (rows with `traj`), Anthropic Messages JSON (tool_use / tool_result blocks), or "
-        "CSV with columns id, role, tokens[, content]."
+        "OpenAI Chat Completions or Responses items (JSON, or JSONL with one conversation per "
+        "line), Anthropic Messages, LangChain messages_to_dict output, Gemini contents, a "
+        "tau-bench run file (rows with `traj`), or CSV with columns id, role, tokens[, content]."
     ),
 )
 if error := st.session_state.get("upload_error"):
@@ -75,3 +88,10 @@ if error := st.session_state.get("upload_error"):
 elif st.session_state.get("upload_key") == dataset.key:
     n = len(dataset.conversations)
     st.success(f"Using the uploaded file: {n} conversation{'s' if n != 1 else ''}.")
+    total, skipped = upload_skipped(dataset.key)
+    if skipped:
+        st.warning(f"Loaded {n:,} of {total:,} conversations; {len(skipped):,} skipped.",
+                   icon=":material/warning:")
+        with st.expander(f"Why {len(skipped):,} conversation{'s were' if len(skipped) != 1 else ' was'} skipped"):
+            # user text: shown verbatim, never as markdown/HTML
+            st.code("\n".join(str(s) for s in skipped), language=None, wrap_lines=True)

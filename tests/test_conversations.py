@@ -100,7 +100,7 @@ def test_openai_list_exact_fields():
         ToolCall("k2", "get_item", '{"item_id": "2222222222"}', "c1:2"),
     )
     assert c.total_tokens == 25
-    assert c.source == "t.json" and c.source_format == "openai-json"
+    assert c.source == "t.json" and c.source_format == "openai-chat"
     assert c.title == "Swap 1234567890 please"
 
 
@@ -137,7 +137,7 @@ def test_jsonl_lines_of_lists_and_objects():
     ]
     convs = parse("\n".join(lines) + "\n")
     assert [(c.id, c.user_id) for c in convs] == [("c1", None), ("b", "u1"), ("c3", None)]
-    assert [c.source_format for c in convs] == ["openai-jsonl"] * 3
+    assert [c.source_format for c in convs] == ["openai-chat"] * 3
     assert convs[0].messages == (Message("c1:0", "user", 2, content="one 1111111111"),)
     assert convs[0].listing_ids == ("1111111111",)
 
@@ -184,7 +184,7 @@ ANTHROPIC = {
 
 def test_anthropic_blocks_map_to_messages():
     (c,) = parse(json.dumps(ANTHROPIC))
-    assert c.source_format == "anthropic-json"
+    assert c.source_format == "anthropic"
     assert c.messages == (
         Message("c1:0", "system", 2, content="Be brief."),
         Message("c1:1", "user", 2, content="Find 1234567890"),
@@ -212,10 +212,10 @@ def test_anthropic_system_blocks_list_and_jsonl():
         ("system", "Rule one."), ("user", "hi"), ("assistant", None), ("tool", "")]
     convs = parse(json.dumps(obj) + "\n" + json.dumps(obj | {"id": "second"}) + "\n")
     assert [c.id for c in convs] == ["c1", "second"]
-    assert [c.source_format for c in convs] == ["anthropic-jsonl"] * 2
+    assert [c.source_format for c in convs] == ["anthropic"] * 2
     (forced,) = parse(json.dumps({"messages": [{"role": "user", "content": "x"}]}),
                       format="anthropic")
-    assert forced.source_format == "anthropic-json"
+    assert forced.source_format == "anthropic"
 
 
 def test_anthropic_message_ids_with_split():
@@ -276,12 +276,12 @@ def test_load_from_path_binary_and_text_files(tmp_path):
 @pytest.mark.parametrize(
     ("data", "fmt"),
     [
-        (json.dumps(OPENAI), "openai-json"),
-        (json.dumps({"messages": OPENAI}), "openai-json"),
-        (json.dumps(OPENAI) + "\n" + json.dumps(OPENAI), "openai-jsonl"),
+        (json.dumps(OPENAI), "openai-chat"),
+        (json.dumps({"messages": OPENAI}), "openai-chat"),
+        (json.dumps(OPENAI) + "\n" + json.dumps(OPENAI), "openai-chat"),
         (json.dumps([{"task_id": 1, "trial": 0, "traj": OPENAI}]), "tau-bench"),
-        (json.dumps(ANTHROPIC), "anthropic-json"),
-        (json.dumps(ANTHROPIC) + "\n" + json.dumps(ANTHROPIC | {"id": "z"}), "anthropic-jsonl"),
+        (json.dumps(ANTHROPIC), "anthropic"),
+        (json.dumps(ANTHROPIC) + "\n" + json.dumps(ANTHROPIC | {"id": "z"}), "anthropic"),
         (CSV_TEXT, "csv"),
     ],
 )
@@ -291,10 +291,10 @@ def test_auto_detection(data, fmt):
 
 
 def test_explicit_format_mismatch_is_an_error():
-    e = err(json.dumps(OPENAI) + "\n" + json.dumps(OPENAI), format="openai")
-    assert e.line == 2 and "format='jsonl'" in str(e)
+    # "openai" is an alias of openai-chat, which reads JSON and JSONL alike
+    assert len(parse(json.dumps(OPENAI) + "\n" + json.dumps(OPENAI), format="openai")) == 2
     e = err(json.dumps({"messages": []}), format="tau-bench")
-    assert "list of rows" in str(e)
+    assert "missing 'task_id'" in str(e)
     e = err(json.dumps(OPENAI), format="csv")
     assert e.line == 1 and "unknown column" in str(e)
     no_system = {k: v for k, v in ANTHROPIC.items() if k != "system"}
@@ -329,14 +329,18 @@ U = {"role": "user", "content": "hi"}
         (msgs({"role": "user", "content": None}), 1, "content", "content is null"),
         (msgs({"role": "assistant", "content": None}), 1, "content", "content is null"),
         (msgs({"role": "user", "content": 5}), 1, "content", "got number"),
-        (msgs({"role": "user", "content": [{"type": "image_url"}]}), 1, "content[0].type",
-         "unsupported content part type 'image_url'"),
+        (msgs({"role": "user", "content": [{"type": "image_url"}]}), 1, "content[0].image_url",
+         "an image_url part needs an object 'image_url'"),
+        (msgs({"role": "user", "content": [{"type": "video"}]}), 1, "content[0].type",
+         "unsupported content part type 'video'"),
         (msgs({"role": "assistant", "content": "x", "tool_calls": {"id": "a"}}), 1,
          "tool_calls", "'tool_calls' must be a list, got object"),
         (msgs({"role": "user", "content": "x", "tool_calls": [call("a", "f", "{}")]}), 1,
          "tool_calls", "only assistant messages"),
         (msgs({"role": "assistant", "content": "x", "tool_calls": [{"function": {}}]}), 1,
-         "tool_calls[0].id", "non-empty string 'id'"),
+         "tool_calls[0].function.name", "non-empty string 'name'"),
+        (msgs({"role": "assistant", "content": "x", "tool_calls": [{"id": 5}]}), 1,
+         "tool_calls[0].id", "'id' must be a string"),
         (msgs({"role": "assistant", "content": "x", "tool_calls": [{"id": "a"}]}), 1,
          "tool_calls[0].function", "object 'function'"),
         (msgs({"role": "assistant", "content": "x",
@@ -348,12 +352,15 @@ U = {"role": "user", "content": "hi"}
         (msgs({"role": "assistant", "content": "x",
                "tool_calls": [call("a", "f", "{}"), call("a", "g", "{}")]}), 1,
          "tool_calls[1].id", "duplicate tool call id 'a'"),
-        (msgs({"role": "assistant", "content": None, "tool_calls": [call("a", "f", "{}")]},
-              {"role": "assistant", "content": None, "tool_calls": [call("a", "f", "{}")]}), 2,
-         "tool_calls[0].id", "already used by message 1"),
         (msgs({"role": "assistant", "content": "x", "function_call": {"name": "f"}}), 1,
-         "function_call", "legacy"),
-        (msgs(U, {"role": "tool", "content": "r"}), 2, "tool_call_id", "needs 'tool_call_id'"),
+         "function_call.arguments", "missing 'arguments'"),
+        (msgs({"role": "user", "content": "x", "function_call": {"name": "f"}}), 1,
+         "function_call", "only assistant messages may have function_call"),
+        (msgs(U, {"role": "function", "content": "r"}), 2, "name", "needs a non-empty string"),
+        (msgs(U, {"role": "function", "name": "f", "content": "r"}), 2, "name",
+         "function result 'f' answers no earlier unanswered function call"),
+        (msgs(U, {"role": "tool", "content": "r"}), 2, "tool_call_id",
+         "without a call id answers no earlier unanswered call"),
         (msgs(U, {"role": "tool", "content": "r", "tool_call_id": "nope"}), 2, "tool_call_id",
          "tool_call_id 'nope' answers no earlier tool call in conversation 'c1'"),
         (msgs({"role": "tool", "content": "r", "tool_call_id": "a"},
@@ -383,46 +390,48 @@ def test_message_errors_name_line_and_field(data, line, field, text):
 
 def test_errors_in_jsonl_use_physical_line_and_json_path():
     lines = [json.dumps([U]), "", json.dumps({"messages": [U, {"role": "robot", "content": ""}]})]
-    e = err("\n".join(lines))
+    e = err("\n".join(lines), strict=True)
     assert (e.line, e.field) == (3, "messages[1].role")
     lines[2] = json.dumps([U, {"role": "tool", "tool_call_id": "q", "content": ""}])
-    e = err("\n".join(lines))
+    e = err("\n".join(lines), strict=True)
     assert (e.line, e.field) == (3, "[1].tool_call_id")
-    e = err(json.dumps([U]) + "\n" + '{"messages": [}' + "\n")
+    e = err(json.dumps([U]) + "\n" + '{"messages": [}' + "\n", strict=True)
     assert (e.line, e.field) == (2, None) and "invalid JSON at column 15" in str(e)
-    e = err(json.dumps([U]) + "\n" + json.dumps(U) + "\n")
+    e = err(json.dumps([U]) + "\n" + json.dumps(U) + "\n", strict=True)
     assert e.line == 2 and "single message" in str(e)
-    e = err(json.dumps([U]) + "\n" + "42\n")
+    e = err(json.dumps([U]) + "\n" + "42\n", strict=True)
     assert e.line == 2 and "got number" in str(e)
     e = err(json.dumps({"id": "a", "messages": []}) + "\n" + json.dumps({"id": "a",
-                                                                          "messages": []}))
+                                                                          "messages": []}),
+            strict=True)
     assert (e.line, e.field) == (2, "id") and "duplicate conversation id 'a'" in str(e)
 
 
 def test_errors_in_a_list_of_conversations_use_conversation_index():
     doc = [{"messages": [U]}, {"messages": [U, U, {"role": "user", "content": None}]}]
-    e = err(json.dumps(doc))
+    e = err(json.dumps(doc), strict=True)
     assert (e.line, e.field) == (2, "messages[2].content")
-    e = err(json.dumps([{"messages": [U]}, {"messages": "no"}]))
+    e = err(json.dumps([{"messages": [U]}, {"messages": "no"}]), strict=True)
     assert (e.line, e.field) == (2, "messages") and "'messages' must be a list" in str(e)
-    e = err(json.dumps([{"messages": [U]}, {"messages": [], "user_id": ["x"]}]))
+    e = err(json.dumps([{"messages": [U]}, {"messages": [], "user_id": ["x"]}]), strict=True)
     assert (e.line, e.field) == (2, "user_id")
 
 
 def test_tau_bench_errors():
     row = {"task_id": 0, "trial": 0, "traj": [U]}
-    e = err(json.dumps([row, {"task_id": 1, "trial": 0}]))
+    e = err(json.dumps([row, {"task_id": 1, "trial": 0}]), strict=True)
     assert (e.line, e.field) == (2, "traj") and "missing 'traj'" in str(e)
-    e = err(json.dumps([row, {"trial": 0, "traj": []}]))
+    e = err(json.dumps([row, {"trial": 0, "traj": []}]), strict=True)
     assert (e.line, e.field) == (2, "task_id")
     e = err(json.dumps([row, {"task_id": 1, "trial": 0, "traj": [U, {"role": "x",
-                                                                     "content": ""}]}]))
+                                                                     "content": ""}]}]), strict=True)
     assert (e.line, e.field) == (2, "traj[1].role")
-    e = err(json.dumps([row, row]))
+    e = err(json.dumps([row, row]), strict=True)
     assert (e.line, e.field) == (2, "task_id") and "duplicate conversation id" in str(e)
-    e = err(json.dumps([row, {**row, "task_id": 2, "info": {"task": {"user_id": 5.5}}}]))
+    e = err(json.dumps([row, {**row, "task_id": 2, "info": {"task": {"user_id": 5.5}}}]),
+            strict=True)
     assert (e.line, e.field) == (2, "info.task.user_id")
-    e = err(json.dumps([row, "x"]))
+    e = err(json.dumps([row, "x"]), strict=True)
     assert e.line == 2 and "must be an object" in str(e)
 
 
@@ -501,9 +510,10 @@ def test_csv_errors(data, line, field, text):
         ("hello world\n", "unknown format"),
         ("42", "unknown format"),
         ("[]", "empty list"),
-        ('{"foo": 1}', "missing 'messages'"),
-        ('[1, 2]', "unknown format: a JSON list must hold messages"),
-        ('[{"a": 1}]', "item 1 is object with keys ['a']"),
+        ('{"foo": 1}', "unknown format: expected one of openai-chat, "),
+        ('{"foo": 1}', "found an object with keys ['foo']"),
+        ('[1, 2]', "found a number value 1"),
+        ('[{"a": 1}]', "found an object with keys ['a']"),
         (b"[\xff]", "not UTF-8 text"),
         ("[" * 100_000 + "]" * 100_000, "invalid JSON"),
         ('[{"role": "user", "content": "x", "tokens": ' + "9" * 5000 + "}]", "invalid JSON"),

@@ -267,18 +267,48 @@ MALFORMED = {
     ),
     "empty": ("empty.json", b"", "empty.json: ", "empty file"),
     "binary": ("blob.json", b"\x89PNG\r\n\x1a\n\x00\x00\x00\rIHDR\xff\xfe\x00", "blob.json: ", "not UTF-8 text"),
-    "jsonl-one-bad-line": (
-        "mixed.jsonl",
-        jsonl(
-            {"id": "a", "messages": [{"role": "user", "content": "one"}]},
-            {"id": "b", "messages": [{"role": "user", "content": "two"}]},
-            {"id": "c", "messages": [{"role": "user", "content": "three"}, {"role": "robot", "content": "x"}]},
-            {"id": "d", "messages": [{"role": "user", "content": "four"}]},
-        ),
-        "mixed.jsonl, line 3, field 'messages[1].role': ",
-        "unknown role 'robot'",
-    ),
 }
+
+
+MIXED_JSONL = jsonl(
+    {"id": "a", "messages": [{"role": "user", "content": "one"}]},
+    {"id": "b", "messages": [{"role": "user", "content": "two"}]},
+    {"id": "c", "messages": [{"role": "user", "content": "three"}, {"role": "robot", "content": "x"}]},
+    {"id": "d", "messages": [{"role": "user", "content": "four"}]},
+)
+
+
+def test_an_upload_with_one_bad_conversation_loads_the_rest_and_says_why():
+    at = upload(open_home(), "mixed.jsonl", MIXED_JSONL, "application/jsonl")
+    assert not at.error
+    assert data_in_use(at).startswith("upload:")
+    assert [s.value for s in at.success] == ["Using the uploaded file: 3 conversations."]
+    assert [w.value for w in at.warning] == ["Loaded 3 of 4 conversations; 1 skipped."]
+    (exp,) = at.expander
+    assert exp.label == "Why 1 conversation was skipped"
+    assert at.code[-1].value == (
+        "conversation 'c', line 3, field 'messages[1].role': unknown role 'robot' (expected one "
+        "of system, developer, user, assistant, tool, function)")
+
+
+WRAPPED = json.dumps({"answer_generation": {"train_messages": [
+    [{"role": "user", "content": "first try"}],
+    [{"role": "system", "content": "You are AutoGPT."}, {"role": "user", "content": "go"},
+     {"role": "assistant", "content": None, "function_call": {"name": "f", "arguments": "{}"}},
+     {"role": "function", "name": "f", "content": "done"}],
+]}}).encode()
+
+
+def test_a_wrapped_log_loads_with_a_messages_path():
+    at = upload(open_home(), "wrapped.json", WRAPPED)
+    message = shown_error(at)
+    assert "unknown format" in message and "answer_generation.train_messages[-1]" in message
+    at.text_input(key="messages_path").set_value("answer_generation.train_messages[-1]").run()
+    assert not at.error
+    assert data_in_use(at).startswith("upload:")
+    assert [s.value for s in at.success] == ["Using the uploaded file: 1 conversation."]
+    at.text_input(key="messages_path").set_value("answer_generation.train_messages[").run()
+    assert "not a JMESPath expression" in shown_error(at)
 
 
 @pytest.mark.parametrize("case", list(MALFORMED))
