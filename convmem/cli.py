@@ -53,7 +53,9 @@ import os
 import re
 import sys
 import tempfile
+import threading
 from collections import Counter
+from contextlib import contextmanager
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass, fields
 from pathlib import Path
@@ -112,6 +114,9 @@ JSON_SCHEMA = 1
 
 #: On a terminal, a progress bar shows only for loops over at least this many items.
 PROGRESS_MIN_ITEMS = 2_000
+
+#: On a terminal, loading shows its elapsed time only for files of at least this many bytes.
+PROGRESS_MIN_BYTES = 2_000_000
 
 #: Human output lists at most this many conversations in ``inspect`` (``--json`` lists all).
 INSPECT_ROWS = 20
@@ -181,7 +186,8 @@ def _load(path: str, args: argparse.Namespace) -> _Loaded:
         except re.error as exc:
             raise _UsageError(f"--listing-pattern {args.listing_pattern!r}: {exc}") from None
         kwargs["listing_extractor"] = convmem.make_listing_extractor(pattern=args.listing_pattern)
-    result = load_conversations(path, **kwargs)
+    with _loading(path, args):
+        result = load_conversations(path, **kwargs)
     conversations = list(getattr(result, "conversations", result))
     skipped = tuple(getattr(result, "skipped", ()))
     fmt = getattr(result, "format", None)
@@ -270,16 +276,20 @@ _non_negative = _int_at_least(0)
 _positive = _int_at_least(1)
 
 
+def _want_bar(args: argparse.Namespace, long: bool) -> bool:
+    """Show a bar? Always with ``--progress``, never with ``--no-progress``, else only for a
+    long input (``long``) when stderr is a terminal."""
+    if args.progress is not None:
+        return bool(args.progress)
+    return long and _isatty(sys.stderr)
+
+
 def _bar(args: argparse.Namespace, *, total: int | None, size: int | None, desc: str,
          unit: str) -> Any:
-    """A tqdm bar on stderr, or None: always with ``--progress``, never with ``--no-progress``,
-    else only when stderr is a terminal and the input has at least :data:`PROGRESS_MIN_ITEMS`
-    items (``size``: how many items the loop is expected to take; ``total`` goes to the bar)."""
-    if args.progress is False:
+    """A tqdm bar on stderr, or None (see :func:`_want_bar`); the input is long when ``size``
+    (the items the loop is expected to take) is at least :data:`PROGRESS_MIN_ITEMS`."""
+    if not _want_bar(args, size is not None and size >= PROGRESS_MIN_ITEMS):
         return None
-    if args.progress is None:
-        if not _isatty(sys.stderr) or size is None or size < PROGRESS_MIN_ITEMS:
-            return None
     from tqdm import tqdm
 
     return tqdm(total=total, desc=desc, unit=unit, file=sys.stderr, leave=False,
@@ -298,6 +308,39 @@ def _progress(items: Iterable[Any], args: argparse.Namespace, *, total: int, des
             yield item
             bar.update(1)
     finally:
+        bar.close()
+
+
+@contextmanager
+def _loading(path: str, args: argparse.Namespace) -> Iterator[None]:
+    """While the file loads, a tqdm line on stderr with the elapsed time (the loader has no
+    progress hook, so a thread refreshes it), for files of :data:`PROGRESS_MIN_BYTES` or more."""
+    try:
+        size = os.path.getsize(path)
+    except (OSError, TypeError, ValueError):
+        size = None  # the loader reports the error
+    if size is None or not _want_bar(args, size >= PROGRESS_MIN_BYTES):
+        yield
+        return
+    from tqdm import tqdm
+
+    name = os.path.basename(path)
+    name = name if len(name) <= 40 else "…" + name[-39:]
+    bar = tqdm(total=None, desc=f"loading {name} ({size / 1e6:.1f} MB)",
+               bar_format="{desc}: {elapsed}", file=sys.stderr, leave=False)
+    stop = threading.Event()
+
+    def tick() -> None:
+        while not stop.wait(0.25):
+            bar.refresh()
+
+    ticker = threading.Thread(target=tick, name="convmem-cli-loading", daemon=True)
+    ticker.start()
+    try:
+        yield
+    finally:
+        stop.set()
+        ticker.join()
         bar.close()
 
 

@@ -638,8 +638,22 @@ def test_progress_goes_to_stderr_only(capsys):
     doc = json.loads(out)  # stdout holds the one JSON document, nothing else
     assert doc["messages"] == len(doc["steps"]) == 14
     assert "budget:" in err and "/14 " in err  # tqdm's bar: its label and the total
+    assert "loading shoppers.jsonl (0.1 MB)" in err  # the load itself: elapsed time
     code, out, err = run(capsys, "inspect", SAMPLE, "--progress")
     assert code == 0 and "inspect:" in err and "/26 " in err and "/26 " not in out
+
+
+def test_broken_pipe_is_quiet_subprocess(tmp_path):
+    """``... | head -1``: the reader goes away; exit 141, nothing on stderr."""
+    big = tmp_path / "long.jsonl"
+    big.write_text(convmem.to_openai_jsonl([generate_conversation(5_000, seed=1)]), "utf-8")
+    proc = subprocess.Popen([sys.executable, "-m", "convmem", "budget", big, "--limit", "2000"],
+                            cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    first = proc.stdout.readline()
+    proc.stdout.close()  # 5,000 lines, one write each: more than a pipe holds, so a write fails
+    err = proc.stderr.read().decode()
+    assert proc.wait(timeout=120) == 141 and err == ""
+    assert first.decode().startswith("conversation synthetic (5,000 messages, ")
 
 
 def test_no_progress_when_not_a_terminal_or_turned_off(capsys, monkeypatch):
