@@ -25,7 +25,7 @@ Exit codes (:data:`EXIT_CODES`):
 0     done
 1     input error: the file cannot be read (OSError), is malformed (FormatError, naming the file,
       line and field), or does not hold what was asked (no such conversation or shopper, nothing
-      loaded, cannot be written in the requested format)
+      loaded, cannot be written in the requested format); or ``-o OUT`` cannot be written
 2     usage error: a bad command line (argparse) or a bad option value or combination (the
       library's ValueError/TypeError, e.g. ``--target`` above ``--limit``)
 3     load failure: ``simulate``'s load raised PageLoadError (a page kept failing); with
@@ -555,17 +555,22 @@ def _write_atomic(path: str, text: str) -> None:
     """Write ``text`` to ``path`` through a temporary file in the same folder, so a failed or
     interrupted write never leaves half a file."""
     target = Path(path)
-    fd, tmp = tempfile.mkstemp(dir=target.parent if str(target.parent) else ".",
-                               prefix=f".{target.name}.", suffix=".tmp")
+    try:
+        fd, tmp = tempfile.mkstemp(dir=target.parent if str(target.parent) else ".",
+                                   prefix=f".{target.name}.", suffix=".tmp")
+    except OSError as exc:
+        raise _InputError(f"cannot write {path!r}: {exc.strerror or exc}") from exc
     try:
         with os.fdopen(fd, "w", encoding="utf-8", newline="") as f:
             f.write(text)
         os.replace(tmp, target)
-    except BaseException:
+    except BaseException as exc:
         try:
             os.unlink(tmp)
         except OSError:
             pass
+        if isinstance(exc, OSError):
+            raise _InputError(f"cannot write {path!r}: {exc.strerror or exc}") from exc
         raise
 
 
@@ -1128,5 +1133,5 @@ def _fail(prog: str, message: str, code: int) -> int:
 
 def _os_error(exc: OSError) -> str:
     if exc.filename is not None and exc.strerror:
-        return f"cannot read or write {str(exc.filename)!r}: {exc.strerror}"
+        return f"cannot read {str(exc.filename)!r}: {exc.strerror}"
     return str(exc) or type(exc).__name__

@@ -480,6 +480,13 @@ def test_inspect_skipped_rows_and_warning(capsys, monkeypatch):
         "  conversation bad, line 2, field 'messages[1].role', value 'bot': unknown role 'bot'"]
 
 
+def test_format_option(capsys):
+    doc = run_json(capsys, "inspect", BUDGET, "--format", "csv")
+    assert doc["conversations"] == 5 and doc["format"] == "csv"
+    code, out, err = run(capsys, "inspect", E1, "--format", "csv")
+    assert code == 1 and out == "" and "format error: e1.jsonl" in one_error_line(err)
+
+
 def test_loader_options_passed_only_when_accepted(capsys, monkeypatch):
     seen = {}
 
@@ -530,7 +537,9 @@ def test_convert_errors(capsys):
         assert code == 1 and "cannot write as openai-jsonl" in one_error_line(err)
     code, out, err = run(capsys, "convert", E1, "--to", "openai-jsonl", "-o",
                          DATA / "no-such-dir" / "x.jsonl")
-    assert code == 1 and "No such file or directory" in one_error_line(err)
+    assert code == 1 and one_error_line(err) == (
+        f"python -m convmem convert: error: cannot write '{DATA / 'no-such-dir' / 'x.jsonl'}': "
+        "No such file or directory")
 
 
 # ------------------------------------------------------------------------ errors and exit codes
@@ -603,7 +612,7 @@ def _raiser(exc):
         (convmem.PageLoadError("gave up", cursor="c", attempts=2, loaded=[]), 3,
          "python -m convmem inspect: error: load failed: gave up"),
         (PermissionError(13, "Permission denied", "x.json"), 1,
-         "python -m convmem inspect: error: cannot read or write 'x.json': Permission denied"),
+         "python -m convmem inspect: error: cannot read 'x.json': Permission denied"),
     ],
 )
 def test_exit_codes_for_each_failure(capsys, monkeypatch, exc, code, line):
