@@ -144,12 +144,14 @@ class _Loaded:
 
 
 def _input_formats() -> list[str]:
-    """Names ``--format`` accepts: the format registry when present, else today's ``FORMATS``."""
+    """Names ``--format`` accepts: the format registry and its aliases when present, else
+    today's ``FORMATS``."""
     try:
-        from convmem.formats import FORMATS as registry  # type: ignore[import-not-found]
+        from convmem import formats as registry  # type: ignore[attr-defined]
     except ImportError:
-        registry = convmem.FORMATS
-    names = list(registry)
+        names = list(convmem.FORMATS)
+    else:
+        names = [*getattr(registry, "ALIASES", ()), *registry.FORMATS]
     return names if "auto" in names else ["auto", *names]
 
 
@@ -191,14 +193,20 @@ def _load(path: str, args: argparse.Namespace) -> _Loaded:
     conversations = list(getattr(result, "conversations", result))
     skipped = tuple(getattr(result, "skipped", ()))
     fmt = getattr(result, "format", None)
-    if fmt is None:
+    if not fmt:
         found = list(dict.fromkeys(c.source_format for c in conversations if c.source_format))
         fmt = "+".join(found) if found else None
     return _Loaded(conversations, skipped, fmt)
 
 
+#: ``convert --to`` names kept working across library versions: today's writer is OpenAI chat
+#: JSONL (``to_openai_jsonl``), which the format registry calls ``openai-chat``.
+_OUTPUT_ALIASES = {"openai-jsonl": "openai-chat"}
+
+
 def _output_formats() -> list[str]:
-    """Names ``convert --to`` accepts: the format registry when the library can dump to it."""
+    """Names ``convert --to`` accepts: the format registry's names when the library has
+    ``dump_conversations``, else the one writer there is (under both of its names)."""
     if hasattr(convmem, "dump_conversations"):
         try:
             from convmem.formats import FORMATS as registry  # type: ignore[import-not-found]
@@ -206,8 +214,8 @@ def _output_formats() -> list[str]:
             registry = ()
         names = [name for name in registry if name != "auto"]
         if names:
-            return names
-    return ["openai-jsonl"]
+            return names + [a for a, target in _OUTPUT_ALIASES.items() if target in names]
+    return ["openai-chat", "openai-jsonl"]
 
 
 def _dump(conversations: Sequence[Conversation], fmt: str) -> str:
@@ -217,9 +225,9 @@ def _dump(conversations: Sequence[Conversation], fmt: str) -> str:
     dump = getattr(convmem, "dump_conversations", None)
     try:
         if dump is not None:
-            return dump(conversations, fmt)
-        if fmt != "openai-jsonl":
-            raise _UsageError(f"--to {fmt!r}: this convmem writes only openai-jsonl")
+            return dump(conversations, _OUTPUT_ALIASES.get(fmt, fmt))
+        if fmt not in ("openai-chat", "openai-jsonl"):
+            raise _UsageError(f"--to {fmt!r}: this convmem writes only openai-chat (JSONL)")
         return convmem.to_openai_jsonl(conversations)
     except (ValueError, TypeError) as exc:
         if isinstance(exc, FormatError):
@@ -399,14 +407,14 @@ def _skipped_line(row: dict[str, Any]) -> str:
         where.append(f"line {row['line']}")
     if row["field"] is not None:
         where.append(f"field {row['field']!r}")
-    if row["value"] is not None:
-        where.append(f"value {_short(row['value'])}")
+    if row["value"] is not None:  # the loader gives a short repr already
+        value = row["value"]
+        where.append(f"value {value if isinstance(value, str) else _short(value)}")
     return _one_line(f"{', '.join(where) or 'file'}: {row['reason']}")
 
 
 def _short(value: Any, limit: int = 40) -> str:
-    text = value if isinstance(value, str) else json.dumps(value, ensure_ascii=False, default=repr)
-    text = repr(text) if isinstance(value, str) else text
+    text = json.dumps(value, ensure_ascii=False, default=repr)
     return text if len(text) <= limit else text[: limit - 1] + "…"
 
 

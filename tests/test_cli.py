@@ -32,6 +32,11 @@ DATA = ROOT / "tests" / "data" / "cli"
 BUDGET = DATA / "budget.csv"  # conversations h1, h4, h5, h6, h8 (CASES.md shapes, tokens given)
 E1 = DATA / "e1.jsonl"  # u1: E1 (p1..p4), u2: E4 (L1..L4), interleaved; 10-digit ids beside them
 SAMPLE = ROOT / "sample_data" / "shoppers.jsonl"
+#: The OpenAI chat writer's name (``openai-jsonl`` is kept as an alias of it).
+OPENAI = "openai-chat"
+#: What ``inspect`` calls an OpenAI chat JSONL file: today's loader says "openai-jsonl"
+#: (Conversation.source_format), the format registry "openai-chat".
+OPENAI_READ = ("openai-jsonl", "openai-chat")
 STRICT_PARAM = "strict" in inspect.signature(load_conversations).parameters
 
 
@@ -399,7 +404,7 @@ def test_inspect_budget_file(capsys):
 
 def test_inspect_listings_and_users(capsys):
     doc = run_json(capsys, "inspect", E1)
-    assert doc["format"] == "openai-jsonl" and doc["users"] == 2
+    assert doc["format"] in OPENAI_READ and doc["users"] == 2
     assert (doc["listing_mentions"], doc["distinct_listings"]) == (12, 8)
     assert doc["per_conversation"][0] == {
         "id": "c1", "user_id": "u1", "messages": 2, "tokens": 14, "tool_calls": 0,
@@ -458,21 +463,22 @@ def test_inspect_skipped_rows_and_warning(capsys, monkeypatch):
     """How skipped conversations are shown, with a loader that skips (the LoadResult contract)."""
 
     class Skip:
-        conversation_id, line, field, value, reason = "bad", 2, "messages[1].role", "bot", "unknown role 'bot'"
+        conversation_id, line, field, value = "bad", 2, "messages[1].role", "'bot'"
+        reason = "unknown role 'bot'"
 
     class Result(list):
         pass
 
     def fake_load(path, *, format="auto", strict=False):
         result = Result(load_conversations(E1)[:2])
-        result.conversations, result.skipped, result.format = list(result), (Skip(),), "openai-jsonl"
+        result.conversations, result.skipped, result.format = list(result), (Skip(),), OPENAI
         return result
 
     monkeypatch.setattr(cli, "load_conversations", fake_load)
     doc = run_json(capsys, "inspect", E1)
     assert doc["conversations"] == 2 and doc["skipped_count"] == 1
     assert doc["skipped"] == [{"conversation_id": "bad", "line": 2, "field": "messages[1].role",
-                               "value": "bot", "reason": "unknown role 'bot'"}]
+                               "value": "'bot'", "reason": "unknown role 'bot'"}]
     code, out, err = run(capsys, "evict", E1, "--max-listings", 3)
     assert code == 0
     assert err.splitlines() == [
@@ -508,7 +514,7 @@ def test_loader_options_passed_only_when_accepted(capsys, monkeypatch):
 
 def test_convert_round_trip_to_a_file(capsys, tmp_path):
     out_file = tmp_path / "out.jsonl"
-    code, out, err = run(capsys, "convert", SAMPLE, "--to", "openai-jsonl", "-o", out_file)
+    code, out, err = run(capsys, "convert", SAMPLE, "--to", OPENAI, "-o", out_file)
     assert code == 0 and err == ""
     assert out.startswith("wrote 26 conversations (435 messages, ")
     assert load_conversations(out_file) == load_conversations(SAMPLE)
@@ -516,26 +522,28 @@ def test_convert_round_trip_to_a_file(capsys, tmp_path):
 
 
 def test_convert_json_and_stdout(capsys):
-    doc = run_json(capsys, "convert", E1, "--to", "openai-jsonl")
-    assert (doc["from"], doc["to"], doc["output"]) == ("openai-jsonl", "openai-jsonl", None)
+    doc = run_json(capsys, "convert", E1, "--to", OPENAI)
+    assert doc["from"] in OPENAI_READ and (doc["to"], doc["output"]) == (OPENAI, None)
     assert doc["conversations"] == 6 and doc["messages"] == 12
     assert doc["bytes"] == len(doc["content"].encode("utf-8"))
     assert convmem.parse_conversations(doc["content"]) == load_conversations(E1)
-    code, out, err = run(capsys, "convert", E1, "--to", "openai-jsonl")
+    code, out, err = run(capsys, "convert", E1, "--to", OPENAI)
+    assert code == 0 and out == doc["content"]
+    code, out, err = run(capsys, "convert", E1, "--to", "openai-jsonl")  # the older name
     assert code == 0 and out == doc["content"]
 
 
 def test_convert_errors(capsys):
     code, out, err = run(capsys, "convert", E1, "--to", "nope")
     assert code == 2 and out == ""
-    assert "--to 'nope'" in one_error_line(err) and "openai-jsonl" in err
+    assert "--to 'nope'" in one_error_line(err) and OPENAI in err
     # CSV gives tool call ids but no names/arguments: OpenAI JSONL cannot carry that call.
-    code, out, err = run(capsys, "convert", BUDGET, "--to", "openai-jsonl")
+    code, out, err = run(capsys, "convert", BUDGET, "--to", OPENAI)
     if code == 0:  # a library that can write such calls
         assert load_conversations(BUDGET) == convmem.parse_conversations(out)
     else:
-        assert code == 1 and "cannot write as openai-jsonl" in one_error_line(err)
-    code, out, err = run(capsys, "convert", E1, "--to", "openai-jsonl", "-o",
+        assert code == 1 and "cannot write as openai-chat" in one_error_line(err)
+    code, out, err = run(capsys, "convert", E1, "--to", OPENAI, "-o",
                          DATA / "no-such-dir" / "x.jsonl")
     assert code == 1 and one_error_line(err) == (
         f"python -m convmem convert: error: cannot write '{DATA / 'no-such-dir' / 'x.jsonl'}': "
@@ -703,7 +711,7 @@ def test_json_keys_are_the_documented_ones(capsys):
     common = keys["every document"]
     docs = {
         "inspect": run_json(capsys, "inspect", E1),
-        "convert": run_json(capsys, "convert", E1, "--to", "openai-jsonl"),
+        "convert": run_json(capsys, "convert", E1, "--to", OPENAI),
         "budget": run_json(capsys, "budget", BUDGET, "--conversation", "h8", "--limit", 20_000,
                            "--target", 10_000, "--summary-budget", 500, "--kept-each-add"),
         "evict": run_json(capsys, "evict", E1, "--max-listings", 3),
