@@ -451,8 +451,7 @@ def _base(command: str, file: str | None) -> dict[str, Any]:
 
 
 def _cmd_inspect(args: argparse.Namespace) -> int:
-    loaded = _load(args.file, args)
-    _warn_skipped(loaded, args)
+    loaded = _load(args.file, args)  # skips are part of its report, not a warning
     convs = loaded.conversations
     roles: Counter[str] = Counter()
     rows = []
@@ -1119,7 +1118,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     except _InputError as exc:
         return _fail(prog, str(exc), EXIT_INPUT)
     except FormatError as exc:
-        return _fail(prog, f"format error: {exc}", EXIT_INPUT)
+        hint = " (on the command line: --messages-path)" if "messages_path=" in str(exc) else ""
+        return _fail(prog, f"format error: {exc}{hint}", EXIT_INPUT)
     except OSError as exc:
         return _fail(prog, _os_error(exc), EXIT_INPUT)
     except PageLoadError as exc:

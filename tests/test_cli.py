@@ -479,6 +479,11 @@ def test_inspect_skipped_rows_and_warning(capsys, monkeypatch):
     assert doc["conversations"] == 2 and doc["skipped_count"] == 1
     assert doc["skipped"] == [{"conversation_id": "bad", "line": 2, "field": "messages[1].role",
                                "value": "'bot'", "reason": "unknown role 'bot'"}]
+    code, out, err = run(capsys, "inspect", E1)
+    assert code == 0 and err == ""  # inspect reports skips on stdout, in its own section
+    assert "conversations  2 loaded of 3; 1 skipped" in out
+    assert out.endswith("skipped:\n  conversation bad, line 2, field 'messages[1].role', "
+                        "value 'bot': unknown role 'bot'\n")
     code, out, err = run(capsys, "evict", E1, "--max-listings", 3)
     assert code == 0
     assert err.splitlines() == [
