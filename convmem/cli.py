@@ -284,6 +284,19 @@ _non_negative = _int_at_least(0)
 _positive = _int_at_least(1)
 
 
+def _tqdm(args: argparse.Namespace) -> Any:
+    """tqdm's class, or None when it is not installed (the library itself does not need it):
+    then no bar, and one note on stderr if ``--progress`` asked for one."""
+    try:
+        from tqdm import tqdm
+    except ImportError:
+        if args.progress and not getattr(args, "_tqdm_noted", False):
+            args._tqdm_noted = True
+            _note("no progress bar: the tqdm package is not installed (pip install tqdm)")
+        return None
+    return tqdm
+
+
 def _want_bar(args: argparse.Namespace, long: bool) -> bool:
     """Show a bar? Always with ``--progress``, never with ``--no-progress``, else only for a
     long input (``long``) when stderr is a terminal."""
@@ -298,8 +311,9 @@ def _bar(args: argparse.Namespace, *, total: int | None, size: int | None, desc:
     (the items the loop is expected to take) is at least :data:`PROGRESS_MIN_ITEMS`."""
     if not _want_bar(args, size is not None and size >= PROGRESS_MIN_ITEMS):
         return None
-    from tqdm import tqdm
-
+    tqdm = _tqdm(args)
+    if tqdm is None:
+        return None
     return tqdm(total=total, desc=desc, unit=unit, file=sys.stderr, leave=False,
                 dynamic_ncols=True)
 
@@ -330,8 +344,10 @@ def _loading(path: str, args: argparse.Namespace) -> Iterator[None]:
     if size is None or not _want_bar(args, size >= PROGRESS_MIN_BYTES):
         yield
         return
-    from tqdm import tqdm
-
+    tqdm = _tqdm(args)
+    if tqdm is None:
+        yield
+        return
     name = os.path.basename(path)
     name = name if len(name) <= 40 else "…" + name[-39:]
     bar = tqdm(total=None, desc=f"loading {name} ({size / 1e6:.1f} MB)",

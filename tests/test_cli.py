@@ -610,6 +610,18 @@ def test_subcommand_help(capsys, command, options):
     assert "130  interrupted (Ctrl-C)" in out
 
 
+def test_format_error_names_the_option(capsys, monkeypatch):
+    def fake_load(path, **kwargs):
+        raise convmem.FormatError("unknown format; the messages seem to be nested: pass "
+                                  "messages_path='a.b[-1]'", source="x.json")
+
+    monkeypatch.setattr(cli, "load_conversations", fake_load)
+    code, _, err = run(capsys, "inspect", E1)
+    assert code == 1 and one_error_line(err) == (
+        "python -m convmem inspect: error: format error: x.json: unknown format; the messages "
+        "seem to be nested: pass messages_path='a.b[-1]' (on the command line: --messages-path)")
+
+
 def _raiser(exc):
     def command(args):
         raise exc
@@ -692,6 +704,13 @@ def test_no_progress_when_not_a_terminal_or_turned_off(capsys, monkeypatch):
     monkeypatch.setattr(cli, "PROGRESS_MIN_ITEMS", 100)
     code, _, err = run(capsys, "budget", SAMPLE, "--limit", 300)
     assert code == 0 and err == ""  # short input: no bar
+
+
+def test_progress_without_tqdm(capsys, monkeypatch):
+    monkeypatch.setitem(sys.modules, "tqdm", None)  # import tqdm now raises ImportError
+    code, out, err = run(capsys, "budget", SAMPLE, "--limit", 300, "--json", "--progress")
+    assert code == 0 and json.loads(out)["messages"] == 14
+    assert err == "convmem: no progress bar: the tqdm package is not installed (pip install tqdm)\n"
 
 
 def test_simulate_progress_counts_calls(capsys):
