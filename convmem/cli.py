@@ -35,8 +35,8 @@ Exit codes (:data:`EXIT_CODES`):
 141   stdout was closed early (e.g. piped into ``head``)
 ====  ==========================================================================================
 
-Every error is one line on stderr, ``python -m convmem SUBCOMMAND: error: ...``, never a traceback (unless
-``--traceback``).
+Every error is one line on stderr, ``python -m convmem SUBCOMMAND: error: ...``, never a
+traceback (unless ``--traceback``).
 
 The library is reached through one small function per contract, so a change of the library's API
 touches one place: :func:`_load` (``load_conversations``), :func:`_dump` / :func:`_output_formats`
@@ -55,8 +55,8 @@ import sys
 import tempfile
 import threading
 from collections import Counter
-from contextlib import contextmanager
 from collections.abc import Callable, Iterable, Iterator, Sequence
+from contextlib import contextmanager
 from dataclasses import dataclass, fields
 from pathlib import Path
 from typing import Any
@@ -244,7 +244,8 @@ def _int_at_least(low: int) -> Callable[[str], int]:
         try:
             value = int(text)
         except ValueError:
-            raise argparse.ArgumentTypeError(f"expected an integer >= {low}, got {text!r}") from None
+            raise argparse.ArgumentTypeError(
+                f"expected an integer >= {low}, got {text!r}") from None
         if value < low:
             raise argparse.ArgumentTypeError(f"expected an integer >= {low}, got {value}")
         return value
@@ -257,7 +258,8 @@ def _seconds(text: str) -> float:
     try:
         value = float(text)
     except ValueError:
-        raise argparse.ArgumentTypeError(f"expected seconds (a number >= 0), got {text!r}") from None
+        raise argparse.ArgumentTypeError(
+            f"expected seconds (a number >= 0), got {text!r}") from None
     if not math.isfinite(value) or value < 0:
         raise argparse.ArgumentTypeError(f"expected seconds (a finite number >= 0), got {text!r}")
     return value
@@ -267,7 +269,8 @@ def _probability(text: str) -> float:
     try:
         value = float(text)
     except ValueError:
-        raise argparse.ArgumentTypeError(f"expected a probability in [0, 1], got {text!r}") from None
+        raise argparse.ArgumentTypeError(
+            f"expected a probability in [0, 1], got {text!r}") from None
     if not 0 <= value <= 1:  # also rejects nan
         raise argparse.ArgumentTypeError(f"expected a probability in [0, 1], got {text!r}")
     return value
@@ -447,7 +450,8 @@ def _warn_skipped(loaded: _Loaded, args: argparse.Namespace) -> None:
 
 def _pick_conversation(loaded: _Loaded, conversation_id: str | None) -> Conversation:
     if not loaded.conversations:
-        raise _InputError("the file holds no conversation that loaded")
+        why = f" ({len(loaded.skipped)} skipped; 'inspect' says why)" if loaded.skipped else ""
+        raise _InputError(f"no conversation loaded from the file{why}")
     if conversation_id is None:
         return loaded.conversations[0]
     for conv in loaded.conversations:
@@ -728,7 +732,8 @@ def _cmd_evict(args: argparse.Namespace) -> int:
     if args.user is not None:
         if args.user not in groups:
             known = [u for u in groups if u is not None]
-            shown = ", ".join(known[:5]) + (f", ... ({len(known)} in all)" if len(known) > 5 else "")
+            shown = ", ".join(known[:5])
+            shown += f", ... ({len(known)} in all)" if len(known) > 5 else ""
             raise _InputError(f"no shopper {args.user!r} in the file (it has {shown or 'none'})")
         groups = {args.user: groups[args.user]}
     users = []
@@ -906,7 +911,8 @@ def _cmd_simulate(args: argparse.Namespace) -> int:
                       if k != "seed" and v != getattr(FaultConfig(), k)]
         _out(f"faults         {', '.join(set_faults) or 'none'} (seed {args.seed}); "
              f"fired: {', '.join(doc['fired']) or 'none'}")
-        _out(f"calls          {doc['calls']:,} ({doc['pages']:,} pages, {doc['retries']:,} retries, "
+        _out(f"calls          {doc['calls']:,} ({doc['pages']:,} pages, "
+             f"{doc['retries']:,} retries, "
              f"{doc['transient_failures']:,} transient failures)")
         _out(f"virtual time   {doc['elapsed']:.3f} s ({doc['total_delay']:.3f} s of backoff)")
         _out(f"stop reason    {doc['stop_reason'] or '(raised ' + str(doc['failure']) + ')'}")
@@ -946,7 +952,8 @@ class _Parser(argparse.ArgumentParser):
 
 _DESCRIPTION = "convmem: an agent's conversation memory, from the command line."
 
-_EPILOG = "exit codes:\n" + "\n".join(f"  {code:<4} {text}" for code, text in EXIT_CODES.items()) + (
+_EPILOG = "exit codes:\n" + "\n".join(
+    f"  {code:<4} {text}" for code, text in EXIT_CODES.items()) + (
     "\n\nEvery subcommand takes --json (one JSON document on stdout; keys in README.md, "
     "'Command line').\nRun 'python -m convmem SUBCOMMAND --help' for its options."
 )

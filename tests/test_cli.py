@@ -316,7 +316,8 @@ def test_simulate_empty_page_loses_data_unless_followed(capsys):
     assert doc["stop_reason"] == "empty_page" and doc["loaded_ids"] == synthetic[:10]
     assert doc["truth"]["ok"] is False and doc["truth"]["lost"] == synthetic[10:]
     assert doc["truth"]["explanation"].startswith("lost 20 of 30 messages because empty_page")
-    assert [(c["cursor"], c["page_size"], c["next_cursor"], c["fault"]) for c in doc["call_log"]] == [
+    calls = doc["call_log"]
+    assert [(c["cursor"], c["page_size"], c["next_cursor"], c["fault"]) for c in calls] == [
         (None, 10, "e10", None), ("e10", 0, "p10", "empty_page")]
     doc = run_json(capsys, "simulate", "--messages", 30, "--page-size", 10, "--empty-page", 1,
                    "--follow-empty-pages")
@@ -442,8 +443,8 @@ def test_inspect_bad_conversation_strict(capsys):
     code, out, err = run(capsys, "inspect", DATA / "bad_role.jsonl", "--strict")
     assert code == 1 and out == ""
     line = one_error_line(err)
-    assert line.startswith("python -m convmem inspect: error: format error: bad_role.jsonl, line 2, "
-                           "field 'messages[1].role': unknown role 'bot'")
+    assert line.startswith("python -m convmem inspect: error: format error: bad_role.jsonl, "
+                           "line 2, field 'messages[1].role': unknown role 'bot'")
 
 
 def test_inspect_bad_conversation_default(capsys):
@@ -496,6 +497,23 @@ def test_format_option(capsys):
     assert doc["conversations"] == 5 and doc["format"] == "csv"
     code, out, err = run(capsys, "inspect", E1, "--format", "csv")
     assert code == 1 and out == "" and "format error: e1.jsonl" in one_error_line(err)
+
+
+def test_nothing_loaded_is_an_input_error(capsys, monkeypatch):
+    class Skip:
+        conversation_id, line, field, value, reason = None, 1, None, None, "not a conversation"
+
+    class Result(list):
+        conversations, skipped, format = (), (Skip(),), "openai-chat"
+
+    monkeypatch.setattr(cli, "load_conversations", lambda path, **kw: Result())
+    code, out, err = run(capsys, "budget", E1, "--limit", 5)
+    assert code == 1 and out == ""
+    assert err.splitlines() == [
+        "convmem: loaded 0 of 1 conversations; 1 skipped:",
+        "  line 1: not a conversation",
+        "python -m convmem budget: error: no conversation loaded from the file (1 skipped; "
+        "'inspect' says why)"]
 
 
 def test_loader_options_passed_only_when_accepted(capsys, monkeypatch):
