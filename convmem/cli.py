@@ -63,7 +63,6 @@ from typing import Any
 
 import convmem
 from convmem import (
-    Compaction,
     Conversation,
     FormatError,
     HistorySettings,
@@ -78,6 +77,7 @@ from convmem import (
     kept_from,
     load_conversations,
     load_history,
+    replay,
 )
 
 try:  # the test doubles are moving from convmem.stores to convmem.testing
@@ -337,31 +337,22 @@ def _progress(items: Iterable[Any], args: argparse.Namespace, *, total: int, des
 
 
 @contextmanager
-def _loading(path: str, args: argparse.Namespace) -> Iterator[None]:
-    """While the file loads, a tqdm line on stderr with the elapsed time (the loader has no
-    progress hook, so a thread refreshes it), for files of :data:`PROGRESS_MIN_BYTES` or more."""
-    try:
-        size = os.path.getsize(path)
-    except (OSError, TypeError, ValueError):
-        size = None  # the loader reports the error
-    if size is None or not _want_bar(args, size >= PROGRESS_MIN_BYTES):
-        yield
-        return
-    tqdm = _tqdm(args)
+def _spinner(args: argparse.Namespace, desc: str, long: bool) -> Iterator[None]:
+    """While the body runs, a tqdm line on stderr with the elapsed time (for one library call
+    that has no progress hook; a thread refreshes the line). Shown as :func:`_want_bar` says."""
+    tqdm = _tqdm(args) if _want_bar(args, long) else None
     if tqdm is None:
         yield
         return
-    name = os.path.basename(path)
-    name = name if len(name) <= 40 else "…" + name[-39:]
-    bar = tqdm(total=None, desc=f"loading {name} ({size / 1e6:.1f} MB)",
-               bar_format="{desc}: {elapsed}", file=sys.stderr, leave=False)
+    bar = tqdm(total=None, desc=desc, bar_format="{desc}: {elapsed}", file=sys.stderr,
+               leave=False)
     stop = threading.Event()
 
     def tick() -> None:
         while not stop.wait(0.25):
             bar.refresh()
 
-    ticker = threading.Thread(target=tick, name="convmem-cli-loading", daemon=True)
+    ticker = threading.Thread(target=tick, name="convmem-cli-spinner", daemon=True)
     ticker.start()
     try:
         yield
@@ -369,6 +360,17 @@ def _loading(path: str, args: argparse.Namespace) -> Iterator[None]:
         stop.set()
         ticker.join()
         bar.close()
+
+
+def _loading(path: str, args: argparse.Namespace) -> Any:
+    """:func:`_spinner` while ``path`` loads; long means :data:`PROGRESS_MIN_BYTES` or more."""
+    try:
+        size = os.path.getsize(path)
+    except (OSError, TypeError, ValueError):
+        size = 0  # the loader reports the error
+    name = os.path.basename(path)
+    name = name if len(name) <= 40 else "…" + name[-39:]
+    return _spinner(args, f"loading {name} ({size / 1e6:.1f} MB)", size >= PROGRESS_MIN_BYTES)
 
 
 def _isatty(stream: Any) -> bool:
@@ -627,41 +629,47 @@ def _cmd_budget(args: argparse.Namespace) -> int:
     loaded = _load(args.file, args)
     _warn_skipped(loaded, args)
     conv = _pick_conversation(loaded, args.conversation)
-    records: list[Compaction] = []
-    history = settings.build(on_compaction=records.append)
-    steps = []
     messages = conv.messages
-    for step, message in enumerate(_progress(messages, args, total=len(messages), desc="budget",
-                                             unit="msg")):
-        before = len(records)
-        dropped_ids = history.add(message)
-        record = records[-1] if len(records) > before else None
-        reasons = {d.id: (d.reason, d.tokens) for d in record.dropped} if record else {}
+    n = len(messages)
+    with _spinner(args, f"budget: replaying {n:,} messages", n >= PROGRESS_MIN_ITEMS):
+        try:
+            rep = replay(messages, settings)  # the token-budget page's own recorder
+        except ValueError as exc:  # e.g. two messages with one id
+            raise _InputError(f"conversation {conv.id!r}: {exc}") from exc
+    dropped_by_step: dict[int, list[dict[str, Any]]] = {}
+    for i, step in enumerate(rep.dropped_at):  # by position = by add order: oldest first
+        if step is not None:
+            m = messages[i]
+            dropped_by_step.setdefault(step, []).append(
+                {"id": m.id, "reason": rep.drop_reason[i], "tokens": m.tokens})
+    log = rep.compactions
+    triggers = dict(zip(log.steps, log.triggers))
+    summaries = dict(log.summary_events)
+    kept_lists = _kept_each_add(messages, settings, args) if args.kept_each_add else None
+    steps = []
+    for step, m in enumerate(messages):
+        event = summaries.get(step)
         row: dict[str, Any] = {
             "step": step,
-            "id": message.id,
-            "role": message.role,
-            "tokens": message.tokens,
-            "dropped": [
-                {"id": i, "reason": reasons.get(i, (None, None))[0],
-                 "tokens": reasons.get(i, (None, None))[1]}
-                for i in dropped_ids
-            ],
-            "trigger": record.trigger if record else None,
-            "summary": _summary_row(record.summary) if record and record.summary else None,
-            "total": history.total(),
-            "kept_count": len(history),
+            "id": m.id,
+            "role": m.role,
+            "tokens": m.tokens,
+            "dropped": dropped_by_step.get(step, []),
+            "trigger": triggers.get(step),
+            "summary": None if event is None else _summary_row(event),
+            "total": rep.totals[step],
+            "kept_count": rep.kept_counts[step],
         }
-        if args.kept_each_add:
-            row["kept"] = history.messages()
+        if kept_lists is not None:
+            row["kept"] = kept_lists[step]
         steps.append(row)
-    dropped_all = [d for r in steps for d in r["dropped"]]
+    total = rep.totals[-1] if n else 0
     doc = _base("budget", args.file)
     doc.update({
         "conversation": conv.id,
         "settings": {
             "limit": settings.limit,
-            "target": history.target,
+            "target": settings.limit if settings.target is None else settings.target,
             "pin_system": settings.pin_system,
             "pin_latest_user": settings.pin_latest_user,
             "keep_tool_groups": settings.keep_tool_groups,
@@ -670,12 +678,12 @@ def _cmd_budget(args: argparse.Namespace) -> int:
         },
         "messages": len(messages),
         "steps": steps,
-        "kept": history.messages(),
-        "total": history.total(),
-        "over_limit": history.over_limit,
-        "compactions": sum(1 for r in records if r.trigger != "arrival"),
-        "dropped_messages": len(dropped_all),
-        "dropped_tokens": sum(d["tokens"] or 0 for d in dropped_all),
+        "kept": [m.id for m in rep.final_context],
+        "total": total,
+        "over_limit": total > settings.limit,
+        "compactions": rep.stats.compactions,
+        "dropped_messages": rep.stats.messages_dropped,
+        "dropped_tokens": rep.stats.tokens_dropped,
         "skipped": _skipped_rows(loaded.skipped),
     })
     if args.json:
@@ -707,6 +715,18 @@ def _cmd_budget(args: argparse.Namespace) -> int:
     _out(f"{doc['compactions']:,} compactions dropped {doc['dropped_messages']:,} messages "
          f"({doc['dropped_tokens']:,} tokens)")
     return EXIT_OK
+
+
+def _kept_each_add(messages: Sequence[Message], settings: HistorySettings,
+                   args: argparse.Namespace) -> list[list[str]]:
+    """The kept ids after every add (``--kept-each-add``): a History with the same settings,
+    read after each add. O(adds x kept)."""
+    history = settings.build()
+    kept = []
+    for m in _progress(messages, args, total=len(messages), desc="budget: kept ids", unit="msg"):
+        history.add(m)
+        kept.append(history.messages())
+    return kept
 
 
 def _summary_row(event: Any) -> dict[str, Any]:

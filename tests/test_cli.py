@@ -691,10 +691,13 @@ def test_progress_goes_to_stderr_only(capsys):
     assert code == 0
     doc = json.loads(out)  # stdout holds the one JSON document, nothing else
     assert doc["messages"] == len(doc["steps"]) == 14
-    assert "budget:" in err and "/14 " in err  # tqdm's bar: its label and the total
+    assert "budget: replaying 14 messages: 00:00" in err  # the replay: its elapsed time
     assert "loading shoppers.jsonl (0.1 MB)" in err  # the load itself: elapsed time
     code, out, err = run(capsys, "inspect", SAMPLE, "--progress")
     assert code == 0 and "inspect:" in err and "/26 " in err and "/26 " not in out
+    code, out, err = run(capsys, "budget", SAMPLE, "--limit", 300, "--kept-each-add",
+                         "--progress")
+    assert code == 0 and "budget: kept ids:" in err and "/14 " in err
 
 
 def test_broken_pipe_is_quiet_subprocess(tmp_path):
