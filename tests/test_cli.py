@@ -159,6 +159,40 @@ def test_budget_summary_budget_places_a_summary(capsys):
     assert doc["total"] == 11_500 + summary["tokens"]
 
 
+@pytest.mark.parametrize(
+    "flags",
+    [
+        [],
+        ["--pin-system", "--keep-tool-groups"],
+        ["--pin-system", "--pin-latest-user", "--keep-tool-groups", "--start-on-user",
+         "--target", "1500"],
+        ["--keep-tool-groups", "--start-on-user", "--target", "1800", "--summary-budget", "300"],
+    ],
+)
+def test_budget_rows_equal_history_add(capsys, tmp_path, flags):
+    """Every add's row is what History.add returned and what History says after it."""
+    conv = generate_conversation(400, seed=3)
+    path = tmp_path / "long.jsonl"
+    path.write_text(convmem.to_openai_jsonl([conv]), encoding="utf-8")
+    doc = run_json(capsys, "budget", path, "--limit", 2_000, "--kept-each-add", *flags)
+    opts = {"pin_system": "--pin-system" in flags, "pin_latest_user": "--pin-latest-user" in flags,
+            "keep_tool_groups": "--keep-tool-groups" in flags,
+            "start_on_user": "--start-on-user" in flags}
+    if "--target" in flags:
+        opts["target"] = int(flags[flags.index("--target") + 1])
+    if "--summary-budget" in flags:
+        opts["summary_budget"] = int(flags[flags.index("--summary-budget") + 1])
+    history = convmem.HistorySettings(2_000, **opts).build()
+    assert len(doc["steps"]) == 400
+    for row, m in zip(doc["steps"], conv.messages):
+        returned = history.add(m)
+        assert [d["id"] for d in row["dropped"]] == returned, row["step"]
+        assert (row["total"], row["kept_count"], row["kept"]) == (
+            history.total(), len(history), history.messages())
+    assert doc["kept"] == history.messages() and doc["total"] == history.total()
+    assert doc["dropped_messages"] == sum(len(r["dropped"]) for r in doc["steps"]) > 0
+
+
 def test_budget_text_output(capsys):
     code, out, err = run(capsys, "budget", BUDGET, "--conversation", "h4", "--limit", 5,
                          "--keep-tool-groups")
