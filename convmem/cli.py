@@ -403,6 +403,11 @@ def _note(line: str) -> None:
     sys.stderr.write(f"convmem: {_one_line(line)}\n")
 
 
+def _n(count: int, word: str, plural: str | None = None) -> str:
+    """``"1 message"``, ``"2 messages"`` (thousands separated)."""
+    return f"{count:,} {word if count == 1 else plural or word + 's'}"
+
+
 def _one_line(text: str) -> str:
     return " ".join(str(text).replace("\r", "\n").split("\n")).strip()
 
@@ -575,7 +580,8 @@ def _cmd_convert(args: argparse.Namespace) -> int:
     elif args.output is None:
         sys.stdout.write(text)
     else:
-        _out(f"wrote {doc['conversations']:,} conversations ({doc['messages']:,} messages, "
+        _out(f"wrote {_n(doc['conversations'], 'conversation')} "
+             f"({_n(doc['messages'], 'message')}, "
              f"{doc['bytes']:,} bytes) as {args.to} to {args.output}")
     return EXIT_OK
 
@@ -695,7 +701,8 @@ def _cmd_budget(args: argparse.Namespace) -> int:
         policies.append(f"target={settings.target}")
     if settings.summary_budget is not None:
         policies.append(f"summary_budget={settings.summary_budget}")
-    _out(f"conversation {conv.id} ({len(messages):,} messages, {conv.total_tokens:,} tokens), "
+    _out(f"conversation {conv.id} ({_n(len(messages), 'message')}, "
+         f"{_n(conv.total_tokens, 'token')}), "
          f"limit {settings.limit:,}" + (f" [{', '.join(policies)}]" if policies else ""))
     table = [("step", "id", "role", "tokens", "total", "kept", "dropped")]
     for r in steps:
@@ -712,8 +719,9 @@ def _cmd_budget(args: argparse.Namespace) -> int:
     _out(f"kept ({len(doc['kept']):,}): {' '.join(doc['kept']) or '(nothing)'}")
     _out(f"total {doc['total']:,} of limit {settings.limit:,}"
          + ("; OVER THE LIMIT (pinned messages alone)" if doc["over_limit"] else ""))
-    _out(f"{doc['compactions']:,} compactions dropped {doc['dropped_messages']:,} messages "
-         f"({doc['dropped_tokens']:,} tokens)")
+    _out(f"{_n(doc['compactions'], 'compaction')} dropped "
+         f"{_n(doc['dropped_messages'], 'message')} "
+         f"({_n(doc['dropped_tokens'], 'token')})")
     return EXIT_OK
 
 
@@ -790,7 +798,7 @@ def _cmd_evict(args: argparse.Namespace) -> int:
         if i:
             _out()
         who = u["user_id"] if u["user_id"] is not None else "(no user id)"
-        _out(f"shopper {who}: {len(u['conversations']):,} conversations, {u['curve'][0]:,} "
+        _out(f"shopper {who}: {_n(len(u['conversations']), 'conversation')}, {u['curve'][0]:,} "
              f"distinct listings; cap {args.max_listings:,}")
         _out(f"  dropped ({len(u['dropped'])}): {' '.join(u['dropped']) or '-'}")
         _out(f"  kept ({len(u['kept'])}): {' '.join(u['kept']) or '-'}")
@@ -925,15 +933,15 @@ def _cmd_simulate(args: argparse.Namespace) -> int:
         _emit_json(doc)
     else:
         source = file if file is not None else f"synthetic (seed {args.seed})"
-        _out(f"conversation {conversation_id} from {source}: {len(messages):,} messages, "
+        _out(f"conversation {conversation_id} from {source}: {_n(len(messages), 'message')}, "
              f"page size {args.page_size}")
         set_faults = [f"{k}={v}" for k, v in doc["faults"].items()
                       if k != "seed" and v != getattr(FaultConfig(), k)]
         _out(f"faults         {', '.join(set_faults) or 'none'} (seed {args.seed}); "
              f"fired: {', '.join(doc['fired']) or 'none'}")
-        _out(f"calls          {doc['calls']:,} ({doc['pages']:,} pages, "
-             f"{doc['retries']:,} retries, "
-             f"{doc['transient_failures']:,} transient failures)")
+        _out(f"calls          {doc['calls']:,} ({_n(doc['pages'], 'page')}, "
+             f"{_n(doc['retries'], 'retry', 'retries')}, "
+             f"{_n(doc['transient_failures'], 'transient failure')})")
         _out(f"virtual time   {doc['elapsed']:.3f} s ({doc['total_delay']:.3f} s of backoff)")
         _out(f"stop reason    {doc['stop_reason'] or '(raised ' + str(doc['failure']) + ')'}")
         t = doc["truth"]
