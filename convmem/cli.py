@@ -53,6 +53,7 @@ import os
 import re
 import sys
 import tempfile
+import textwrap
 import threading
 from collections import Counter
 from collections.abc import Callable, Iterable, Iterator, Sequence
@@ -117,6 +118,9 @@ PROGRESS_MIN_ITEMS = 2_000
 
 #: On a terminal, loading shows its elapsed time only for files of at least this many bytes.
 PROGRESS_MIN_BYTES = 2_000_000
+
+#: ``simulate``'s text output lists this many calls by default (``--calls``; ``--json``: all).
+SIMULATE_CALL_ROWS = 20
 
 #: Human output lists at most this many conversations in ``inspect`` (``--json`` lists all).
 INSPECT_ROWS = 20
@@ -950,6 +954,22 @@ def _cmd_simulate(args: argparse.Namespace) -> int:
              f"{len(t['lost']):,} lost, {len(t['repeated']):,} repeated, {len(t['extra']):,} extra"
              + (", out of order" if t["out_of_order"] else ""))
         _out(f"               {t['explanation']}")
+        if args.calls and call_log:
+            _out()
+            table = [("call", "cursor", "attempt", "outcome", "fault", "backoff", "page", "new",
+                      "next cursor")]
+            for c in call_log[: args.calls]:
+                ok = c["outcome"] == "ok"
+                table.append((
+                    str(c["index"]), "(first page)" if c["cursor"] is None else str(c["cursor"]),
+                    str(c["attempt"]), c["outcome"], c["fault"] or "",
+                    "" if c["delay_after"] is None else f"{c['delay_after']:.3f} s",
+                    str(c["page_size"]) if ok else "", str(c["new_messages"]) if ok else "",
+                    ("(end)" if c["next_cursor"] is None else str(c["next_cursor"])) if ok else "",
+                ))
+            _table(table, right={0, 2, 5, 6, 7})
+            if len(call_log) > args.calls:
+                _out(f"... {len(call_log) - args.calls:,} more (--calls N, or --json, lists them)")
     if error is not None:
         sys.stderr.write(f"{PROG} simulate: error: load failed: {_one_line(error['message'])}\n")
     return code
@@ -987,71 +1007,75 @@ _EPILOG = "exit codes:\n" + "\n".join(
 )
 
 
+def _add_loading_options(p: argparse.ArgumentParser) -> None:
+    g = p.add_argument_group("reading the file")
+    g.add_argument("--format", default="auto", metavar="NAME",
+                   help=f"the file's format (default: auto-detect); one of "
+                        f"{', '.join(_input_formats())}")
+    g.add_argument("--strict", action="store_true",
+                   help="a fault in any conversation fails the whole file (default: skip that "
+                        "conversation with its reason, where the library supports it)")
+    g.add_argument("--messages-path", metavar="JMESPATH",
+                   help="where each record keeps its messages, e.g. "
+                        "'answer_generation.train_messages[-1]' (needs library support)")
+    g.add_argument("--listing-pattern", metavar="REGEX",
+                   help="regular expression of a listing id (default: exactly 10 digits)")
+
+
+def _add_output_options(p: argparse.ArgumentParser) -> None:
+    g = p.add_argument_group("output")
+    g.add_argument("--json", action="store_true",
+                   help="print one JSON document on stdout instead of text")
+    g.add_argument("--progress", dest="progress", action="store_true", default=None,
+                   help="always show progress on stderr (default: only on a terminal, for "
+                        f"{PROGRESS_MIN_ITEMS:,}+ items or a file of "
+                        f"{PROGRESS_MIN_BYTES / 1e6:g}+ MB)")
+    g.add_argument("--no-progress", dest="progress", action="store_false", default=None,
+                   help="never show progress")
+    g.add_argument("--traceback", action="store_true",
+                   help="on an internal error, show the Python traceback")
+
+
+def _subcommand(sub: Any, name: str, summary: str, description: str) -> argparse.ArgumentParser:
+    return sub.add_parser(name, help=summary, description=textwrap.fill(description, 79),
+                          epilog=_EPILOG, formatter_class=argparse.RawDescriptionHelpFormatter)
+
+
 def build_parser() -> argparse.ArgumentParser:
     """The ``python -m convmem`` parser (exposed for docs and tests)."""
-    fmt = argparse.RawDescriptionHelpFormatter
-    common = argparse.ArgumentParser(add_help=False)
-    out = common.add_argument_group("output")
-    out.add_argument("--json", action="store_true",
-                     help="print one JSON document on stdout instead of text")
-    out.add_argument("--progress", dest="progress", action="store_true", default=None,
-                     help="always show a progress bar on stderr (default: only on a terminal, "
-                          f"for {PROGRESS_MIN_ITEMS:,}+ items)")
-    out.add_argument("--no-progress", dest="progress", action="store_false", default=None,
-                     help="never show a progress bar")
-    out.add_argument("--traceback", action="store_true",
-                     help="on an internal error, show the Python traceback")
-
-    loading = argparse.ArgumentParser(add_help=False)
-    lg = loading.add_argument_group("reading the file")
-    lg.add_argument("--format", default="auto", metavar="NAME",
-                    help=f"the file's format (default: auto-detect); one of "
-                         f"{', '.join(_input_formats())}")
-    lg.add_argument("--strict", action="store_true",
-                    help="a fault in any conversation fails the whole file (default: skip that "
-                         "conversation with its reason, where the library supports it)")
-    lg.add_argument("--messages-path", metavar="JMESPATH",
-                    help="where each record keeps its messages, e.g. "
-                         "'answer_generation.train_messages[-1]' (needs library support)")
-    lg.add_argument("--listing-pattern", metavar="REGEX",
-                    help="regular expression of a listing id (default: exactly 10 digits)")
-
     parser = _Parser(prog=PROG, description=_DESCRIPTION, epilog=_EPILOG,
-                     formatter_class=fmt)
+                     formatter_class=argparse.RawDescriptionHelpFormatter)
     sub = parser.add_subparsers(dest="command", metavar="SUBCOMMAND", required=True,
                                 parser_class=_Parser)
 
-    p = sub.add_parser("inspect", parents=[loading, common], formatter_class=fmt,
-                       help="what a file holds: format, conversations, messages, tokens, skips",
-                       description="Load FILE and say what it holds: format, conversations, "
-                                   "messages, tokens, roles, tool calls, listings, and each "
-                                   "conversation skipped with its reason.",
-                       epilog=_EPILOG)
+    p = _subcommand(sub, "inspect",
+                    "what a file holds: format, conversations, messages, tokens, skips",
+                    "Load FILE and say what it holds: format, conversations, messages, tokens, "
+                    "roles, tool calls, listings, and each conversation skipped with its reason.")
     p.add_argument("file", metavar="FILE", help="a conversation file")
     p.set_defaults(run=_cmd_inspect)
 
-    p = sub.add_parser("convert", parents=[loading, common], formatter_class=fmt,
-                       help="write a file's conversations in another format",
-                       description="Load FILE and write its conversations in another format, to "
-                                   "stdout or to OUT (written whole or not at all).",
-                       epilog=_EPILOG)
+    p = _subcommand(sub, "convert", "write a file's conversations in another format",
+                    "Load FILE and write its conversations in another format, to stdout or to "
+                    "OUT (written whole or not at all).")
     p.add_argument("file", metavar="FILE", help="a conversation file")
     p.add_argument("--to", required=True, metavar="FORMAT",
                    help=f"the output format; one of {', '.join(_output_formats())}")
     p.add_argument("-o", "--output", metavar="OUT", help="write here instead of stdout")
     p.set_defaults(run=_cmd_convert)
 
-    p = sub.add_parser("budget", parents=[loading, common], formatter_class=fmt,
-                       help="add a conversation to a History under a token limit, add by add",
-                       description="Add one conversation's messages to a History(limit) one by "
-                                   "one; show after each add what was dropped and why, the total "
-                                   "and how many messages are kept.",
-                       epilog=_EPILOG)
+    p = _subcommand(sub, "budget",
+                    "add a conversation to a History under a token limit, add by add",
+                    "Add one conversation's messages to a History(limit) one by one; show after "
+                    "each add what was dropped and why, the total and how many messages are "
+                    "kept.")
     p.add_argument("file", metavar="FILE", help="a conversation file")
     p.add_argument("--limit", required=True, type=_non_negative, metavar="N",
                    help="the token limit (tokens, >= 0)")
     p.add_argument("--conversation", metavar="ID",
                    help="which conversation (default: the first in the file)")
+    p.add_argument("--kept-each-add", action="store_true",
+                   help="list the kept ids after every add (output grows with kept x adds)")
     pol = p.add_argument_group("policies (History keywords; all off by default)")
     pol.add_argument("--pin-system", action="store_true", help="system messages are never dropped")
     pol.add_argument("--pin-latest-user", action="store_true",
@@ -1065,30 +1089,24 @@ def build_parser() -> argparse.ArgumentParser:
     pol.add_argument("--summary-budget", type=_non_negative, metavar="B",
                      help="summarize what compaction drops (extractive summarizer) in at most B "
                           "tokens")
-    p.add_argument("--kept-each-add", action="store_true",
-                   help="list the kept ids after every add (output grows with kept x adds)")
     p.set_defaults(run=_cmd_budget)
 
-    p = sub.add_parser("evict", parents=[loading, common], formatter_class=fmt,
-                       help="per shopper, forget the oldest conversations over a listing cap",
-                       description="Group FILE's conversations by shopper (user id), oldest "
-                                   "first, and drop the oldest whole conversations while they "
-                                   "mention more than N distinct listing ids.",
-                       epilog=_EPILOG)
+    p = _subcommand(sub, "evict", "per shopper, forget the oldest conversations over a listing cap",
+                    "Group FILE's conversations by shopper (user id), oldest first, and drop the "
+                    "oldest whole conversations while they mention more than N distinct listing "
+                    "ids.")
     p.add_argument("file", metavar="FILE", help="a conversation file")
     p.add_argument("--max-listings", required=True, type=_non_negative, metavar="N",
                    help="the most distinct listing ids kept per shopper (>= 0)")
     p.add_argument("--user", metavar="ID", help="only this shopper (default: every shopper)")
     p.set_defaults(run=_cmd_evict)
 
-    p = sub.add_parser("simulate", parents=[loading, common], formatter_class=fmt,
-                       help="load page by page from a seeded flaky store on a virtual clock",
-                       description="Serve a conversation (from FILE, or a synthetic one of "
-                                   "--messages messages) page by page from a store that injects "
-                                   "faults, load it with load_history on a virtual clock (no real "
-                                   "waiting), and check what loaded against the truth. Same "
-                                   "seed, same run.",
-                       epilog=_EPILOG)
+    p = _subcommand(sub, "simulate",
+                    "load page by page from a seeded flaky store on a virtual clock",
+                    "Serve a conversation (from FILE, or a synthetic one of --messages messages) "
+                    "page by page from a store that injects faults, load it with load_history on "
+                    "a virtual clock (no real waiting), and check what loaded against the truth. "
+                    "Same seed, same run.")
     p.add_argument("file", metavar="FILE", nargs="?",
                    help="a conversation file (default: a synthetic conversation)")
     p.add_argument("--conversation", metavar="ID",
@@ -1099,6 +1117,9 @@ def build_parser() -> argparse.ArgumentParser:
                    help="messages per page (default: 10)")
     p.add_argument("--seed", type=_int, default=0, metavar="S",
                    help="seeds the faults, the jitter and the synthetic conversation (default: 0)")
+    p.add_argument("--calls", type=_non_negative, default=SIMULATE_CALL_ROWS, metavar="N",
+                   help=f"text output lists the first N calls (default: {SIMULATE_CALL_ROWS}; "
+                        "--json lists all)")
     fg = p.add_argument_group("faults (all off by default)")
     fg.add_argument("--failure-rate", type=_probability, default=0.0, metavar="P",
                     help="probability that a call fails with TransientError")
@@ -1126,6 +1147,10 @@ def build_parser() -> argparse.ArgumentParser:
     rg.add_argument("--follow-empty-pages", action="store_true",
                     help="an empty page that carries a cursor does not end the load")
     p.set_defaults(run=_cmd_simulate)
+
+    for p in sub.choices.values():
+        _add_loading_options(p)
+        _add_output_options(p)
     return parser
 
 
