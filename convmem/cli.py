@@ -92,7 +92,7 @@ try:  # the test doubles are moving from convmem.stores to convmem.testing
 except ImportError:  # pragma: no cover - depends on the library version
     from convmem.stores import FaultConfig, FlakyStore, PagedStore, VirtualClock, compare_to_truth
 
-__all__ = ["EXIT_CODES", "JSON_SCHEMA", "main"]
+__all__ = ["EXIT_CODES", "JSON_SCHEMA", "build_parser", "main"]
 
 #: The exit codes and what each means (also in the module docstring and README).
 EXIT_CODES: dict[int, str] = {
