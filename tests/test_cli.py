@@ -839,3 +839,15 @@ def test_readme_examples_run(capsys, tmp_path):
         code, out, err = run(capsys, *argv)
         assert code == 0, (command, err)
         assert out
+
+
+def test_readme_console_output_is_real(capsys):
+    """The README's console example prints exactly what it shows."""
+    readme = (ROOT / "README.md").read_text(encoding="utf-8")
+    section = readme.split("## Command line", 1)[1].split("\n## ", 1)[0]
+    blocks = re.findall(r"```console\n\$ \.venv/bin/python -m convmem (.+?)\n(.*?)```", section,
+                        flags=re.S)
+    assert blocks
+    for command, shown in blocks:
+        code, out, err = run(capsys, *shlex.split(command))
+        assert code == 0 and err == "" and out == shown
