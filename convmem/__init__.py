@@ -11,7 +11,8 @@ Everything public is exported here; ``convmem`` never imports streamlit.
 """
 
 from .errors import ConvmemError, FormatError, PageLoadError, SummarizerError, TransientError
-from .message import ROLES, Message
+from .limits import MAX_TOKENS, UPLOAD_MAX_BYTES
+from .message import ROLES, Message, check_text
 
 from .conversations import (
     DEFAULT_MAX_BYTES,
@@ -68,6 +69,7 @@ from .tokens import ApproxCounter, TiktokenCounter, TokenCounter, default_counte
 __all__ = [
     "ApproxCounter",
     "CallRecord",
+    "check_text",
     "Compaction",
     "CompactionLog",
     "compare_to_truth",
@@ -102,6 +104,7 @@ __all__ = [
     "LoadReport",
     "make_counter",
     "make_listing_extractor",
+    "MAX_TOKENS",
     "Message",
     "PagedStore",
     "PageLoadError",
@@ -123,5 +126,6 @@ __all__ = [
     "ToolCall",
     "TransientError",
     "TruthDiff",
+    "UPLOAD_MAX_BYTES",
     "VirtualClock",
 ]
