@@ -28,6 +28,7 @@ from convmem_dashboard.tables_store import (
     truth_table,
 )
 from convmem_dashboard.entry import require_entry
+from convmem_dashboard.export_safety import download_csv
 
 require_entry()
 
@@ -264,6 +265,13 @@ else:
     # A toggle, not an expander: an expander's table is sent to the browser even when closed.
     if st.toggle("Show every message of the truth with its fate", key="truth_all", **URL):
         st.dataframe(truth_frame(run_key, False, run), hide_index=True)
+    download_csv(
+        "Download every message with its fate (CSV)",
+        lambda: truth_frame(run_key, False, run),
+        file_name="flaky-store-truth.csv",
+        key="dl_truth",
+        help="Text that a spreadsheet would run as a formula starts with '.",
+    )
 
 st.subheader("Injected faults against outcomes")
 faults_table = fault_outcome_table(run, upto)
@@ -276,6 +284,13 @@ st.caption(
 st.subheader("Call log")
 log = call_table(run, upto)
 st.dataframe(log, hide_index=True, **call_table_view(len(log)))
+download_csv(
+    "Download the call log (CSV)",
+    lambda: call_table(run, upto),
+    file_name="flaky-store-calls.csv",
+    key="dl_calls",
+    help="Text that a spreadsheet would run as a formula starts with '.",
+)
 errors = error_table(run, upto)
 if len(errors):
     st.caption(f"Errors raised by the store ({len(errors)} call(s)), message verbatim:")

@@ -15,6 +15,7 @@ from convmem import HistorySettings
 from convmem_dashboard import cache_budget as cb
 from convmem_dashboard.data import current_dataset
 from convmem_dashboard.entry import require_entry
+from convmem_dashboard.export_safety import download_csv, download_json
 from convmem_dashboard.figures_budget import (
     comparison_figure,
     context_window_figure,
@@ -287,14 +288,13 @@ step = default_step if chosen is None else int(chosen)
 context = context_at_step(r, step, arrays)
 st.text(f"After add step {step}: {len(context)} message(s), {sum(x.tokens for x in context):,} tokens.")
 st.dataframe(context_table(context), hide_index=True, key="ctx_table", **context_view(len(context)))
-st.download_button(
+download_json(
     "Download this context (JSON)",
-    cb.get_context_json(key, conv_id, settings, step),
+    lambda: cb.get_context_records(key, conv_id, settings, step),
     file_name=f"context-{file_stem}-step{step}.json",
-    mime="application/json",
     key="dl_ctx",
-    on_click="ignore",
-    help='OpenAI-like [{"id", "role", "tokens", "content"}], the summary included, in order.',
+    help='OpenAI-like [{"id", "role", "tokens", "content"}], the summary included, in order. '
+    "Text that a spreadsheet would run as a formula starts with ' (export_safety).",
 )
 
 # ------------------------------------------------------------------------------------ A against B
@@ -363,11 +363,10 @@ st.caption(
     f"Rows {first:,}–{min(n, first + TABLE_PAGE_ROWS) - 1:,} of {n:,} (one row per message; "
     "'dropped at' is the add step that dropped it, empty while kept). The CSV has every row."
 )
-st.download_button(
+download_csv(
     "Download the table (CSV)",
-    lambda: cb.get_table_csv(key, conv_id, settings),
+    lambda: cb.get_table(key, conv_id, settings),
     file_name=f"token-budget-{file_stem}.csv",
-    mime="text/csv",
     key="dl_csv",
-    on_click="ignore",
+    help="Every message, one row each. Text that a spreadsheet would run as a formula starts with '.",
 )
