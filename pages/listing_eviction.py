@@ -26,6 +26,7 @@ from convmem_dashboard.tables_eviction import (
 )
 from convmem_dashboard.entry import require_entry
 from convmem_dashboard.export_safety import download_csv
+from convmem_dashboard.url_params import PARAMS
 
 require_entry()
 
@@ -136,7 +137,7 @@ st.caption(
 
 st.subheader("Why each drop did or did not help")
 table = dropped_table(view, ev)
-dropped_only = st.checkbox("Only dropped conversations", True, key="only", **URL)
+dropped_only = st.checkbox("Only dropped conversations", PARAMS["only"].default, key="only", **URL)
 shown = table[table["fate"] == "dropped"] if dropped_only else table
 st.dataframe(shown, hide_index=True, **dropped_table_view(len(shown)))
 download_csv(
