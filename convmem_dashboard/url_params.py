@@ -16,11 +16,14 @@ and the page narrows it; Streamlit already refuses finite values outside a widge
 
 Rules (pure, O(total length of the query)), for a bound key:
 
-* ``int``: a decimal int, or a finite float that is rounded; clamped into ``[lo, hi]``.
-  ``nan``/``inf``/``-inf``, ``1e309`` and text are dropped. ``float``: a finite float, clamped.
+* ``int``: a decimal int in ``[lo, hi]``; ``float``: a finite float in ``[lo, hi]``. Anything
+  else (``nan``, ``inf``, ``-inf``, ``1e309``, ``10**30``, ``-1`` below 0, ``7.5`` for an int,
+  text) is dropped: the widget shows its default, as Streamlit does for an out-of-range value
+  it can parse (docs/decisions.md: dropped, not clamped, so a link never silently means
+  something else, e.g. ``?rate=7`` is not a failure rate of 1).
 * ``bool``: ``true``/``false`` in any case; anything else is dropped.
 * ``choice``: one of ``options``; ``choices`` (multiselect): the known options, in order, once.
-* ``int_range``: two ints (``?win=0&win=99``), each clamped, then sorted.
+* ``int_range``: two whole numbers in order, in range (``?win=0&win=99``).
 * ``text`` (options that come from the data: conversation ids, dataset keys): kept when it is at
   most :data:`MAX_TEXT` characters; the page then checks it against its options.
 * An empty value (``?rep=``) is kept for a ``clearable`` number (it means "off"/"none") and for
@@ -29,14 +32,15 @@ Rules (pure, O(total length of the query)), for a bound key:
 * A key not in the table is left alone (Streamlit ignores it; it may be someone else's, such as
   ``embed``): it cannot break a page.
 
-Clamped or dropped values are reported as :class:`Fix` items; :func:`sanitize_query_params`
+Dropped values are reported as :class:`Fix` items; :func:`sanitize_query_params`
 shows them in one ``st.warning`` (escaped: URL text is never Markdown).
 
 >>> clean, fixes = sanitize({"rate": ["nan"], "seed": ["1e309"], "psize": ["10000"], "other": ["x"]})
 >>> clean
-{'psize': ['200'], 'other': ['x']}
->>> [(f.key, f.value, f.action) for f in fixes]
-[('rate', 'nan', 'dropped'), ('seed', '1e309', 'dropped'), ('psize', '10000', 'clamped to 200')]
+{'other': ['x']}
+>>> [(f.key, f.value, f.reason) for f in fixes]  # doctest: +NORMALIZE_WHITESPACE
+[('rate', 'nan', 'it is not a finite number'), ('seed', '1e309', 'it is not a finite number'),
+ ('psize', '10000', 'it is outside 1..200')]
 """
 
 from __future__ import annotations
@@ -167,8 +171,8 @@ PARAMS: dict[str, Param] = dict(
 
 @dataclass(frozen=True)
 class Fix:
-    """A URL value :func:`sanitize` changed: ``action`` is ``"dropped"`` or ``"clamped to X"``;
-    ``reason`` says why, in words."""
+    """A URL value :func:`sanitize` dropped (``action``: ``"dropped"``, or for a multiselect
+    ``"kept a, b"``); ``reason`` says why, in words."""
 
     key: str
     value: str
@@ -220,13 +224,10 @@ def _scalar(p: Param, raw: str) -> tuple[str | None, str, str]:
     value = _number(raw, p.kind == "int")
     if value is None:
         return None, "dropped", "it is not a finite number"
-    clamped = min(max(value, p.lo), p.hi)
-    if p.kind == "int":
-        clamped = int(clamped)
-    if clamped != value:
-        return _fmt(clamped), f"clamped to {_fmt(clamped)}", f"it is outside {_fmt(p.lo)}..{_fmt(p.hi)}"
     if p.kind == "int" and not _INT.fullmatch(raw.strip()):
-        return _fmt(clamped), f"rounded to {_fmt(clamped)}", "it is not written as a whole number"
+        return None, "dropped", "it is not a whole number"
+    if not p.lo <= value <= p.hi:
+        return None, "dropped", f"it is outside {_fmt(p.lo)}..{_fmt(p.hi)}"
     return raw.strip(), "", ""
 
 
@@ -264,12 +265,12 @@ def sanitize(
             if len(values) != 2 or any(n is None for n in numbers):
                 fixes.append(Fix(key, _shown("&".join(values)), "dropped", "it is not two finite numbers"))
                 continue
-            pair = sorted(int(min(max(n, p.lo), p.hi)) for n in numbers)
-            out = [str(n) for n in pair]
-            if out != [v.strip() for v in values]:
-                fixes.append(Fix(key, _shown("&".join(values)), "clamped to " + "&".join(out),
-                                 f"each end must be a whole number in {p.lo}..{p.hi}, in order"))
-            clean[key] = out
+            pair = [int(n) for n in numbers]
+            if not p.lo <= pair[0] <= pair[1] <= p.hi or any(not _INT.fullmatch(v.strip()) for v in values):
+                fixes.append(Fix(key, _shown("&".join(values)), "dropped",
+                                 f"it is not two whole numbers in {p.lo}..{p.hi}, in order"))
+                continue
+            clean[key] = [str(n) for n in pair]
             continue
         raw = values[-1] if values else ""
         value, action, reason = _scalar(p, raw)
