@@ -15,16 +15,17 @@ large, so sharing one object beats ``st.cache_data``'s pickled copy on every rer
 from __future__ import annotations
 
 import hashlib
-from collections import OrderedDict
 import re
 from dataclasses import dataclass
 from pathlib import Path
 
 import streamlit as st
 
-from convmem import Conversation, FormatError, load_conversations, parse_conversations
+from convmem import UPLOAD_MAX_BYTES, Conversation, FormatError, load_conversations, parse_conversations
 from convmem.synthetic import generate_conversation
 from convmem.tokens import default_counter
+
+from .uploads import UploadRegistry
 
 __all__ = [
     "Dataset",
@@ -49,7 +50,8 @@ RETAIL_FILE = (
     / "tool-calling-grok-3-0.0_range_0--1_user-grok-3-llm_0921131646.json"
 )
 SYNTHETIC_SIZES = (1_000, 10_000, 100_000)
-MAX_UPLOAD_BYTES = 50 * 1024 * 1024
+#: The upload cap in bytes: the one the browser enforces for server.maxUploadSize (convmem.limits).
+MAX_UPLOAD_BYTES = UPLOAD_MAX_BYTES
 _DATA_KEY = "data"
 #: Session key of an upload the URL asked for that this server no longer holds (see dataset_picker).
 _GONE_KEY = "_gone_upload"
@@ -93,22 +95,24 @@ class Dataset:
         raise KeyError(conv_id)
 
 
-#: Parsed uploads kept at once by a server (the oldest goes first; its key falls back to the sample).
-MAX_UPLOADS_KEPT = 8
-
-
 @st.cache_resource(show_spinner=False)
-def _uploads() -> OrderedDict[str, tuple[str, tuple[Conversation, ...]]]:
+def _uploads() -> UploadRegistry:
     """Parsed uploads by key, shared by the sessions of this server (keys are content hashes),
-    bounded by MAX_UPLOADS_KEPT so a long-running server's memory stays bounded."""
-    return OrderedDict()
+    bounded by estimated bytes (convmem_dashboard.uploads: least recently used go first; an
+    evicted key falls back to the sample with a warning)."""
+    return UploadRegistry()
 
 
 def register_upload(name: str, data: bytes) -> str:
     """Parse an uploaded file and return its dataset key.
 
-    Raises FormatError (from convmem) with the line and field at fault; the caller shows it.
+    Raises FormatError (from convmem) with the line and field at fault, or naming the cap an
+    upload breaks (convmem_dashboard.uploads: messages per upload, encodable text, token totals,
+    the server's byte budget); the caller shows it.
     """
+    if len(data) > MAX_UPLOAD_BYTES:
+        raise FormatError(f"the file has {len(data):,} bytes, over the {MAX_UPLOAD_BYTES:,}-byte cap",
+                          source=name)
     digest = hashlib.sha256(data).hexdigest()[:16]
     key = f"upload:{digest}"
     registry = _uploads()
@@ -116,11 +120,9 @@ def register_upload(name: str, data: bytes) -> str:
         conversations = parse_conversations(data, source_name=name, max_bytes=MAX_UPLOAD_BYTES)
         if not conversations:
             raise FormatError("the file holds no conversation", source=name)
-        registry[key] = (name, tuple(conversations))
-        while len(registry) > MAX_UPLOADS_KEPT:
-            registry.popitem(last=False)
+        registry.add(key, name, conversations)
     else:
-        registry.move_to_end(key)
+        registry.touch(key)
     return key
 
 
@@ -190,8 +192,8 @@ def url_upload_status(asked: str | None, session_upload: str | None, held) -> st
     * ``None``: not an upload, or this session's own upload: nothing to do.
     * ``"adopt"``: another session's upload this server still holds (a link shared on the same
       server): this session uses it too.
-    * ``"gone"``: an upload this server no longer holds (restarted, or evicted as the oldest of
-      MAX_UPLOADS_KEPT): the sample is shown, with a warning.
+    * ``"gone"``: an upload this server no longer holds (restarted, or evicted as the least
+      recently used when the uploads' byte budget was full): the sample is shown, with a warning.
 
     >>> url_upload_status("upload:ab", None, {"upload:ab"}), url_upload_status("upload:ab", None, set())
     ('adopt', 'gone')
