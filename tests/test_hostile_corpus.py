@@ -110,3 +110,5 @@ def test_home_page_and_every_page_after(name, expect):
     for page in PAGES[1:]:
         at.switch_page(page)
         ok(at.run())
+        captions = [str(c.value) for c in at.sidebar.caption]
+        assert any(c.startswith("Upload: ") for c in captions), (page, captions)  # the upload is in use
