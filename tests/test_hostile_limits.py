@@ -30,3 +30,21 @@ def test_the_home_page_says_why_a_file_over_the_cap_is_refused():
     assert len(big) == UPLOAD_MAX_BYTES + 1
     at = upload_file(at, "big.json", big)
     assert upload_error(at) == f"big.json: the file has {len(big):,} bytes, over the {UPLOAD_MAX_BYTES:,}-byte cap."
+
+
+def test_figures_and_tables_keep_counts_near_the_max_exact():
+    """A conversation whose total is exactly MAX_TOKENS (the most an upload may hold): the int64
+    arrays and float64 sums behind the figures and the table stay exact."""
+    from convmem import MAX_TOKENS, HistorySettings, Message, replay
+    from convmem_dashboard.figures_budget import replay_arrays, totals_figure
+    from convmem_dashboard.tables_budget import base_table, messages_table
+
+    msgs = [Message("a", "user", MAX_TOKENS - 3), Message("b", "assistant", 1),
+            Message("c", "user", 1), Message("d", "assistant", 1)]
+    r = replay(msgs, HistorySettings(MAX_TOKENS - 1))
+    arrays = replay_arrays(r)
+    assert [int(t) for t in arrays.totals] == [MAX_TOKENS - 3, MAX_TOKENS - 2, MAX_TOKENS - 1, 3]
+    assert [int(x) for x in arrays.ev_tokens] == [MAX_TOKENS - 3]  # float64 bincount, still exact
+    table = messages_table(r, base_table(msgs))
+    assert [int(x) for x in table["tokens"]] == [MAX_TOKENS - 3, 1, 1, 1]
+    totals_figure(arrays, start=0, stop=3, selected=0).to_json()  # builds and serializes
