@@ -68,8 +68,8 @@ def check_text(field: str, text: str) -> str:
 
     A str may hold lone UTF-16 surrogates (U+D800..U+DFFF), e.g. from a JSON escape ``"\\ud800"``;
     no encoder writes them, so they would fail later, far from the input (a page's protobuf, a
-    download). This is the one check of every string that enters convmem (Message fields; the
-    importer and the dashboard use it for the other strings of an upload).
+    download). This is the one check of every string that enters convmem: Message fields, and
+    (convmem_dashboard.uploads) the other strings of an upload.
 
     O(1) for ASCII text, else one UTF-8 encode (O(len)).
 
