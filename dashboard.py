@@ -7,8 +7,12 @@ import streamlit as st
 
 from convmem_dashboard.data import dataset_picker
 from convmem_dashboard.entry import mark_entry
+from convmem_dashboard.url_params import sanitize_query_params
 
 st.set_page_config(page_title="convmem", page_icon=":material/memory:", layout="wide")
+# Before any widget is seeded from the URL: Streamlit's own parsing of a bound value such as
+# ?seed=inf raises before a page could catch it (convmem_dashboard.url_params, issue 9).
+sanitize_query_params()
 
 pages = [
     st.Page("pages/home.py", title="Home", icon=":material/home:", default=True),

@@ -14,7 +14,8 @@ Everything public is exported here; ``convmem`` never imports streamlit.
 """
 
 from .errors import ConvmemError, FormatError, PageLoadError, SummarizerError, TransientError
-from .message import ROLES, Message
+from .limits import MAX_TOKENS, UPLOAD_MAX_BYTES
+from .message import ROLES, Message, check_text
 
 from .conversations import (
     DEFAULT_MAX_BYTES,
@@ -74,6 +75,7 @@ from .tokens import (
 __all__ = [
     "ApproxCounter",
     "CallRecord",
+    "check_text",
     "Compaction",
     "CompactionLog",
     "context_at",
@@ -110,6 +112,7 @@ __all__ = [
     "LoadResult",
     "make_counter",
     "make_listing_extractor",
+    "MAX_TOKENS",
     "Message",
     "PageLoadError",
     "parse_conversations",
@@ -130,6 +133,7 @@ __all__ = [
     "TokenCounter",
     "ToolCall",
     "TransientError",
+    "UPLOAD_MAX_BYTES",
 ]
 
 

@@ -33,6 +33,7 @@ from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 from typing import Any, overload
 
+from .limits import UPLOAD_MAX_BYTES
 from .message import Message
 
 __all__ = [
@@ -52,8 +53,9 @@ __all__ = [
     "to_openai_jsonl",
 ]
 
-#: The size cap of :func:`load_conversations` / :func:`parse_conversations` (50 MiB).
-DEFAULT_MAX_BYTES = 50 * 1024 * 1024
+#: The size cap of :func:`load_conversations` / :func:`parse_conversations`: the one upload cap
+#: shared with the dashboard and its server config (:data:`convmem.limits.UPLOAD_MAX_BYTES`).
+DEFAULT_MAX_BYTES = UPLOAD_MAX_BYTES
 #: A listing id: exactly 10 ASCII digits, not part of a longer run of ASCII digits.
 LISTING_ID_PATTERN = re.compile(r"(?<![0-9])[0-9]{10}(?![0-9])")
 

@@ -5,4 +5,7 @@ convmem, a figure from a pure builder out).
 * ``colors``: the one palette for roles and outcomes.
 * ``figures_*``: pure plotly figure builders, one module per page, tested with plain pytest.
 * ``tables_*``: pure pandas table builders, one module per page.
+* ``url_params``: the one table of URL-bound widget keys and the sanitizer dashboard.py runs first.
+* ``export_safety``: the one escaping of every cell a download button lets out (CSV injection).
+* ``uploads``: what the server keeps of uploads (byte budget, message cap, checks).
 """

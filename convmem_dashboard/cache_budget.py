@@ -19,7 +19,7 @@ from convmem import Conversation, HistorySettings, Replay, ReplayStats, SweepRow
 
 from .data import get_dataset
 from .figures_budget import ReplayArrays, replay_arrays
-from .tables_budget import base_table, context_at_step, context_json, messages_table
+from .tables_budget import base_table, context_at_step, context_records, messages_table
 
 __all__ = [
     "conversation",
@@ -29,8 +29,7 @@ __all__ = [
     "get_table",
     "get_stats",
     "get_sweep",
-    "get_context_json",
-    "get_table_csv",
+    "get_context_records",
 ]
 
 
@@ -76,13 +75,8 @@ def get_sweep(dataset_key: str, conv_id: str, settings: HistorySettings, limits:
 
 
 @st.cache_data(show_spinner=False, max_entries=64)
-def get_context_json(dataset_key: str, conv_id: str, settings: HistorySettings, step: int) -> str:
-    """The context right after add ``step`` as OpenAI-like JSON (rebuilt from the cached replay)."""
+def get_context_records(dataset_key: str, conv_id: str, settings: HistorySettings, step: int) -> list[dict]:
+    """The context right after add ``step`` as OpenAI-like records (rebuilt from the cached
+    replay); the page's download escapes them (convmem_dashboard.export_safety)."""
     r = get_replay(dataset_key, conv_id, settings)
-    return context_json(context_at_step(r, step, get_arrays(dataset_key, conv_id, settings)))
-
-
-@st.cache_resource(show_spinner=False, max_entries=4)
-def get_table_csv(dataset_key: str, conv_id: str, settings: HistorySettings) -> str:
-    """The message table as CSV text (made when the download button is clicked)."""
-    return get_table(dataset_key, conv_id, settings).to_csv(index=False)
+    return context_records(context_at_step(r, step, get_arrays(dataset_key, conv_id, settings)))

@@ -15,16 +15,24 @@ large, so sharing one object beats ``st.cache_data``'s pickled copy on every rer
 from __future__ import annotations
 
 import hashlib
-from collections import OrderedDict
 import re
 from dataclasses import dataclass
 from pathlib import Path
 
 import streamlit as st
 
-from convmem import Conversation, FormatError, Skipped, load_conversations, parse_conversations
+from convmem import (
+    UPLOAD_MAX_BYTES,
+    Conversation,
+    FormatError,
+    Skipped,
+    load_conversations,
+    parse_conversations,
+)
 from convmem.synthetic import generate_conversation
 from convmem.tokens import default_counter
+
+from .uploads import UploadRegistry
 
 __all__ = [
     "Dataset",
@@ -50,7 +58,8 @@ RETAIL_FILE = (
     / "tool-calling-grok-3-0.0_range_0--1_user-grok-3-llm_0921131646.json"
 )
 SYNTHETIC_SIZES = (1_000, 10_000, 100_000)
-MAX_UPLOAD_BYTES = 50 * 1024 * 1024
+#: The upload cap in bytes: the one the browser enforces for server.maxUploadSize (convmem.limits).
+MAX_UPLOAD_BYTES = UPLOAD_MAX_BYTES
 _DATA_KEY = "data"
 #: Session key of an upload the URL asked for that this server no longer holds (see dataset_picker).
 _GONE_KEY = "_gone_upload"
@@ -94,15 +103,12 @@ class Dataset:
         raise KeyError(conv_id)
 
 
-#: Parsed uploads kept at once by a server (the oldest goes first; its key falls back to the sample).
-MAX_UPLOADS_KEPT = 8
-
-
 @st.cache_resource(show_spinner=False)
-def _uploads() -> OrderedDict[str, tuple[str, tuple[Conversation, ...], tuple[Skipped, ...]]]:
+def _uploads() -> UploadRegistry:
     """Parsed uploads by key, shared by the sessions of this server (keys are content hashes),
-    bounded by MAX_UPLOADS_KEPT so a long-running server's memory stays bounded."""
-    return OrderedDict()
+    bounded by estimated bytes (convmem_dashboard.uploads: least recently used go first; an
+    evicted key falls back to the sample with a warning)."""
+    return UploadRegistry()
 
 
 def register_upload(name: str, data: bytes, messages_path: str | None = None) -> str:
@@ -112,8 +118,13 @@ def register_upload(name: str, data: bytes, messages_path: str | None = None) ->
     log (e.g. ``answer_generation.train_messages[-1]``), or None. Conversations at fault are skipped
     (convmem's LoadResult); :func:`upload_skipped` says which and why. Raises FormatError (from
     convmem) with the line and field at fault when nothing loads, ValueError for a bad expression;
-    the caller shows it.
+    the caller shows it; also FormatError naming a cap the upload breaks
+    (convmem_dashboard.uploads: messages per upload, encodable text, token totals, the server's
+    byte budget).
     """
+    if len(data) > MAX_UPLOAD_BYTES:
+        raise FormatError(f"the file has {len(data):,} bytes, over the {MAX_UPLOAD_BYTES:,}-byte cap",
+                          source=name)
     path = messages_path.strip() if messages_path else None
     digest = hashlib.sha256(data + b"\0" + (path or "").encode()).hexdigest()[:16]
     key = f"upload:{digest}"
@@ -123,21 +134,21 @@ def register_upload(name: str, data: bytes, messages_path: str | None = None) ->
                                      messages_path=path or None)
         if not result:
             raise FormatError("the file holds no conversation", source=name)
-        registry[key] = (name, tuple(result.conversations), result.skipped)
-        while len(registry) > MAX_UPLOADS_KEPT:
-            registry.popitem(last=False)
+        registry.add(key, name, result.conversations, result.skipped)
     else:
-        registry.move_to_end(key)
+        registry.touch(key)
     return key
 
 
 def upload_skipped(key: str) -> tuple[int, tuple[Skipped, ...]]:
     """(conversations in the uploaded file, the skipped ones) for an upload key; (0, ()) when the
     server no longer holds it."""
-    entry = _uploads().get(key)
+    registry = _uploads()
+    entry = registry.get(key)
     if entry is None:
         return 0, ()
-    return len(entry[1]) + len(entry[2]), entry[2]
+    skipped = registry.skipped(key)
+    return len(entry[1]) + len(skipped), skipped
 
 
 @st.cache_resource(show_spinner="Loading conversations…", max_entries=8)
@@ -206,8 +217,8 @@ def url_upload_status(asked: str | None, session_upload: str | None, held) -> st
     * ``None``: not an upload, or this session's own upload: nothing to do.
     * ``"adopt"``: another session's upload this server still holds (a link shared on the same
       server): this session uses it too.
-    * ``"gone"``: an upload this server no longer holds (restarted, or evicted as the oldest of
-      MAX_UPLOADS_KEPT): the sample is shown, with a warning.
+    * ``"gone"``: an upload this server no longer holds (restarted, or evicted as the least
+      recently used when the uploads' byte budget was full): the sample is shown, with a warning.
 
     >>> url_upload_status("upload:ab", None, {"upload:ab"}), url_upload_status("upload:ab", None, set())
     ('adopt', 'gone')

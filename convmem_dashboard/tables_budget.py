@@ -13,7 +13,6 @@
 
 from __future__ import annotations
 
-import json
 import math
 from collections.abc import Sequence
 
@@ -22,6 +21,8 @@ import pandas as pd
 
 from convmem import DROP_REASONS, Compaction, Conversation, Message, Replay, ReplayStats, SweepRow
 from convmem.history import OVER_LIMIT, START_ON_USER, TOO_BIG
+
+from .export_safety import safe_json
 
 from .figures_budget import COMPARISON_METRICS, ReplayArrays, replay_arrays
 from .table_layout import column, table_view
@@ -247,8 +248,9 @@ def context_table(messages: Sequence[Message]) -> pd.DataFrame:
 
 
 def context_json(messages: Sequence[Message]) -> str:
-    """:func:`context_records` as indented JSON text (UTF-8, non-ASCII kept)."""
-    return json.dumps(context_records(messages), ensure_ascii=False, indent=2)
+    """:func:`context_records` as indented JSON text (UTF-8, non-ASCII kept), every text value
+    escaped for spreadsheets (:func:`convmem_dashboard.export_safety.safe_json`)."""
+    return safe_json(context_records(messages))
 
 
 def nice_step(raw: float) -> int:

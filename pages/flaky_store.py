@@ -28,10 +28,14 @@ from convmem_dashboard.tables_store import (
     truth_table,
 )
 from convmem_dashboard.entry import require_entry
+from convmem_dashboard.export_safety import download_csv
+from convmem_dashboard.url_params import PARAMS
 
 require_entry()
 
 URL = {"bind": "query-params"}
+#: Ranges, defaults and steps of the URL-bound widgets (shared with the URL sanitizer).
+P = PARAMS
 
 
 # cache_resource, not cache_data: a run over 10^5 messages is megabytes, and cache_data would
@@ -93,62 +97,62 @@ with st.container(border=True):
     with left:
         st.markdown("**Transient failures**")
         rate = st.slider(
-            "Failure rate", 0.0, 1.0, 0.3, 0.05, key="rate",
+            "Failure rate", *P["rate"].slider, key="rate",
             help="Chance that a call (not already in a burst) raises TransientError.", **URL,
         )
         burst = st.slider(
-            "Burst length (calls)", 1, 10, 1, key="burst",
+            "Burst length (calls)", *P["burst"].slider, key="burst",
             help="A failure also fails the next calls with the same cursor, this many in all.", **URL,
         )
         seed = st.number_input(
-            "Seed", 0, 2**31 - 1, 7, 1, key="seed",
+            "Seed", *P["seed"].slider, key="seed",
             help="Same seed and settings, same run. The jitter has its own stream from the same seed.",
             **URL,
         )
     with middle:
         st.markdown("**Cursor and page faults**")
         repeated = st.number_input(
-            "Repeated cursor after page k", 1, 100_000, None, 1, key="rep", placeholder="off",
+            "Repeated cursor after page k", *P["rep"].slider, key="rep", placeholder="off",
             help="Page k+1 hands back the cursor it was fetched with (a stuck cursor). Empty = off.",
             **URL,
         )
         cycle = st.number_input(
-            "Cursor cycle back to page j", 2, 100_000, None, 1, key="cyc", placeholder="off",
+            "Cursor cycle back to page j", *P["cyc"].slider, key="cyc", placeholder="off",
             help="The last page points back to page j's cursor instead of None. Empty = off.", **URL,
         )
         wrap = st.checkbox(
-            "Wrap-around", False, key="wrap",
+            "Wrap-around", P["wrap"].default, key="wrap",
             help="After the last page the store starts over under fresh cursors, forever.", **URL,
         )
         empty = st.number_input(
-            "Empty page after page k", 1, 100_000, None, 1, key="empty", placeholder="off",
+            "Empty page after page k", *P["empty"].slider, key="empty", placeholder="off",
             help="Page k points to an empty page that carries a cursor to page k+1. Empty = off.",
             **URL,
         )
     with right:
         st.markdown("**Paging and retries**")
-        page_size = st.slider("Page size (messages)", 1, 200, 5, key="psize", **URL)
+        page_size = st.slider("Page size (messages)", *P["psize"].slider, key="psize", **URL)
         overlap = st.number_input(
             "Overlapping messages per page", 0, max(0, page_size - 1), min(1, page_size - 1), 1,
             key="overlap",
             help="Each page after the first starts this many messages before the previous one ended.",
             **URL,
         )
-        attempts = st.slider("Attempts per call", 1, 10, 5, key="tries", **URL)
+        attempts = st.slider("Attempts per call", *P["tries"].slider, key="tries", **URL)
         d1, d2, d3 = st.columns(3)
         base_delay = d1.number_input(
-            "Base delay (s)", 0.0, 60.0, 0.1, 0.05, format="%.2f", key="base", **URL
+            "Base delay (s)", *P["base"].slider, format="%.2f", key="base", **URL
         )
         max_delay = d2.number_input(
-            "Max delay (s)", 0.0, 600.0, 2.0, 0.5, format="%.2f", key="maxd", **URL
+            "Max delay (s)", *P["maxd"].slider, format="%.2f", key="maxd", **URL
         )
         deadline = d3.number_input(
-            "Deadline (s)", 0.0, 3600.0, None, 0.5, format="%.2f", key="dl", placeholder="none",
+            "Deadline (s)", *P["dl"].slider, format="%.2f", key="dl", placeholder="none",
             help="Give up when the next backoff would end past this many seconds. Empty = none.",
             **URL,
         )
         empty_page_ends = st.checkbox(
-            "An empty page ends the load", True, key="epe",
+            "An empty page ends the load", P["epe"].default, key="epe",
             help="load_history(empty_page_ends=...). Off: follow an empty page that carries a cursor.",
             **URL,
         )
@@ -179,7 +183,7 @@ except Exception as exc:  # noqa: BLE001 - shown as a message, never as a traceb
     st.code(f"{type(exc).__name__}: {exc}", language=None, wrap_lines=True)
     st.stop()
 
-ALL, STEP = "All at once", "Step by step"
+ALL, STEP = P["mode"].options
 mode = st.radio("Run", [ALL, STEP], horizontal=True, key="mode", **URL)
 
 n_calls = len(run.calls)
@@ -264,6 +268,13 @@ else:
     # A toggle, not an expander: an expander's table is sent to the browser even when closed.
     if st.toggle("Show every message of the truth with its fate", key="truth_all", **URL):
         st.dataframe(truth_frame(run_key, False, run), hide_index=True)
+    download_csv(
+        "Download every message with its fate (CSV)",
+        lambda: truth_frame(run_key, False, run),
+        file_name="flaky-store-truth.csv",
+        key="dl_truth",
+        help="Text that a spreadsheet would run as a formula starts with '.",
+    )
 
 st.subheader("Injected faults against outcomes")
 faults_table = fault_outcome_table(run, upto)
@@ -276,6 +287,13 @@ st.caption(
 st.subheader("Call log")
 log = call_table(run, upto)
 st.dataframe(log, hide_index=True, **call_table_view(len(log)))
+download_csv(
+    "Download the call log (CSV)",
+    lambda: call_table(run, upto),
+    file_name="flaky-store-calls.csv",
+    key="dl_calls",
+    help="Text that a spreadsheet would run as a formula starts with '.",
+)
 errors = error_table(run, upto)
 if len(errors):
     st.caption(f"Errors raised by the store ({len(errors)} call(s)), message verbatim:")

@@ -25,6 +25,8 @@ from convmem_dashboard.tables_eviction import (
     shopper_view,
 )
 from convmem_dashboard.entry import require_entry
+from convmem_dashboard.export_safety import download_csv
+from convmem_dashboard.url_params import PARAMS
 
 require_entry()
 
@@ -135,9 +137,16 @@ st.caption(
 
 st.subheader("Why each drop did or did not help")
 table = dropped_table(view, ev)
-dropped_only = st.checkbox("Only dropped conversations", True, key="only", **URL)
+dropped_only = st.checkbox("Only dropped conversations", PARAMS["only"].default, key="only", **URL)
 shown = table[table["fate"] == "dropped"] if dropped_only else table
 st.dataframe(shown, hide_index=True, **dropped_table_view(len(shown)))
+download_csv(
+    "Download this table (CSV)",
+    lambda: shown,
+    file_name="listing-eviction.csv",
+    key="dl_evict",
+    help="The rows shown above. Text that a spreadsheet would run as a formula starts with '.",
+)
 if ev.k == 0:
     st.caption(f"Nothing is dropped: all {view.max_cap} distinct ids fit under the cap.")
 else:

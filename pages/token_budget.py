@@ -15,6 +15,8 @@ from convmem import HistorySettings
 from convmem_dashboard import cache_budget as cb
 from convmem_dashboard.data import current_dataset
 from convmem_dashboard.entry import require_entry
+from convmem_dashboard.export_safety import download_csv, download_json
+from convmem_dashboard.url_params import PARAMS, POLICIES, TARGET_MODES
 from convmem_dashboard.figures_budget import (
     comparison_figure,
     context_window_figure,
@@ -45,11 +47,10 @@ require_entry()
 #: Above this many messages the comparison and the sweep start collapsed (each costs extra
 #: replays, ~1 s per 10^5 messages); opening them computes them once (cached).
 LAZY_MESSAGES = 20_000
-#: History's keyword names (URL values of B's policies; no format_func, so the URL stays readable).
-POLICIES = ("pin_system", "pin_latest_user", "keep_tool_groups", "start_on_user")
-#: Target modes: off (target = limit), a percentage of the limit, or a token count.
-TARGET_MODES = ("off", "percent", "tokens")
 URL = "query-params"
+#: Ranges, defaults and steps of the URL-bound widgets (shared with the URL sanitizer), and the
+#: option lists POLICIES (History's keyword names) and TARGET_MODES from the same table.
+P = PARAMS
 #: Steps shown by default: all of them up to this many (a long conversation opens on its start,
 #: at full resolution; widen the range to see all of it, downsampled).
 DEFAULT_WINDOW = 2000
@@ -165,7 +166,7 @@ with cols[2]:
     )
     target = None
     if tmode == "percent":
-        pct = st.slider("Target (% of limit)", 5, 100, 50, step=5, key="tgt", bind=URL)
+        pct = st.slider("Target (% of limit)", *P["tgt"].slider, key="tgt", bind=URL)
         target = round(limit * pct / 100)
     elif tmode == "tokens":
         tokens_default = max(bounds.lo, bounds.default // 2)
@@ -287,14 +288,13 @@ step = default_step if chosen is None else int(chosen)
 context = context_at_step(r, step, arrays)
 st.text(f"After add step {step}: {len(context)} message(s), {sum(x.tokens for x in context):,} tokens.")
 st.dataframe(context_table(context), hide_index=True, key="ctx_table", **context_view(len(context)))
-st.download_button(
+download_json(
     "Download this context (JSON)",
-    cb.get_context_json(key, conv_id, settings, step),
+    lambda: cb.get_context_records(key, conv_id, settings, step),
     file_name=f"context-{file_stem}-step{step}.json",
-    mime="application/json",
     key="dl_ctx",
-    on_click="ignore",
-    help='OpenAI-like [{"id", "role", "tokens", "content"}], the summary included, in order.',
+    help='OpenAI-like [{"id", "role", "tokens", "content"}], the summary included, in order. '
+    "Text that a spreadsheet would run as a formula starts with ' (export_safety).",
 )
 
 # ------------------------------------------------------------------------------------ A against B
@@ -308,10 +308,10 @@ with st.expander("Compare with a second setting (B)", expanded=n <= LAZY_MESSAGE
             placeholder=f"same as A ({limit:,})",
         )
         b_limit = limit if b_limit is None else int(b_limit)
-        b_pct = bc[1].slider("B target (% of its limit; 100 = off)", 5, 100, 50, step=5, key="b_tgt", bind=URL)
+        b_pct = bc[1].slider("B target (% of its limit; 100 = off)", *P["b_tgt"].slider, key="b_tgt", bind=URL)
         b_sum = bc[2].toggle("B summaries", False, key="b_sum", bind=URL, help="Same budget as A's summary budget.")
         b_pol = st.multiselect(
-            "B policies", POLICIES, default=POLICIES, key="b_pol", bind=URL,
+            "B policies", POLICIES, default=P["b_pol"].default, key="b_pol", bind=URL,
             help="History's keyword options B turns on (A's are the toggles at the top).",
         )
         b_target = round(b_limit * b_pct / 100) if b_pct < 100 else None
@@ -334,7 +334,7 @@ with st.expander("Compare with a second setting (B)", expanded=n <= LAZY_MESSAGE
 # ---------------------------------------------------------------------------------------- sweep
 with st.expander("Limit sweep: pick a limit by eye", expanded=n <= LAZY_MESSAGES, key="sweep", bind=URL) as sweep:
     if sweep.open:
-        count = st.slider("Limits to try", 5, 40, 20, key="sw_n", bind=URL,
+        count = st.slider("Limits to try", *P["sw_n"].slider, key="sw_n", bind=URL,
                           help=f"Up to this many limits, evenly spaced over the slider's range and "
                           f"through the current limit; one replay each ({n:,} messages).")
         limits = sweep_grid(bounds.lo, bounds.hi, count, bounds.step, through=limit)
@@ -363,11 +363,10 @@ st.caption(
     f"Rows {first:,}–{min(n, first + TABLE_PAGE_ROWS) - 1:,} of {n:,} (one row per message; "
     "'dropped at' is the add step that dropped it, empty while kept). The CSV has every row."
 )
-st.download_button(
+download_csv(
     "Download the table (CSV)",
-    lambda: cb.get_table_csv(key, conv_id, settings),
+    lambda: cb.get_table(key, conv_id, settings),
     file_name=f"token-budget-{file_stem}.csv",
-    mime="text/csv",
     key="dl_csv",
-    on_click="ignore",
+    help="Every message, one row each. Text that a spreadsheet would run as a formula starts with '.",
 )

@@ -34,3 +34,53 @@ def open_dashboard_page(page: str, query: dict[str, str] | None = None, data: st
     if data:
         at.session_state["data"] = data  # the sidebar's dataset picker (convmem_dashboard.data)
     return at.run()
+
+
+PAGES = ("pages/home.py", "pages/flaky_store.py", "pages/token_budget.py", "pages/listing_eviction.py")
+UPLOAD_ERROR_HEAD = "Could not read the upload; nothing was loaded. What is wrong and where:"
+
+
+def upload_file(at: AppTest, name: str, data: bytes, mime: str = "application/json") -> AppTest:
+    """``at`` (on Home) after uploading ``data`` as ``name`` and rerunning (exceptions asserted away)."""
+    at.get("file_uploader")[0].set_value((name, data, mime))
+    return ok(at.run())
+
+
+def upload_error(at: AppTest) -> str | None:
+    """The Home page's upload error (the parser's message, shown verbatim in st.code), or None."""
+    if UPLOAD_ERROR_HEAD not in [e.value for e in at.error]:
+        return None
+    return at.code[0].value
+
+
+class DeferredDownloads:
+    """Captures the callables of deferred download buttons (``st.download_button(data=callable)``)
+    while active, by file name, so a test can make the file a click would download."""
+
+    def __init__(self) -> None:
+        self.made: dict[str, object] = {}
+        self._patch = None
+
+    def __enter__(self) -> DeferredDownloads:
+        from unittest import mock
+
+        from streamlit.runtime.media_file_manager import MediaFileManager
+
+        original = MediaFileManager.add_deferred
+        made = self.made
+
+        def add_deferred(mgr, data_callable, mimetype, coordinates, file_name=None, **kw):
+            made[file_name] = data_callable
+            return original(mgr, data_callable, mimetype, coordinates, file_name, **kw)
+
+        self._patch = mock.patch.object(MediaFileManager, "add_deferred", add_deferred)
+        self._patch.start()
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self._patch.stop()
+
+    def text(self, file_name: str) -> str:
+        """The downloaded file's text (runs the button's callable, as a click would)."""
+        data = self.made[file_name]()
+        return data.decode("utf-8") if isinstance(data, bytes) else data

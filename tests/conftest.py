@@ -1,4 +1,15 @@
-"""Shared fixtures: the path of ../shared/real_data and the offline tokenizer cache."""
+"""Shared fixtures: the path of ../shared/real_data, the offline tokenizer cache, and the
+hypothesis profiles.
+
+Hypothesis profiles (pick one with ``HYPOTHESIS_PROFILE=<name>``; README "Tests"):
+
+* ``ci`` (the default): ``derandomize=True``, so every run draws the same examples (a fixed seed
+  per test: CI never flips on a new random draw), no deadline, no example database.
+* ``dev``: random draws, examples saved in .hypothesis/ to replay a failure.
+* ``release``: random draws and every property test runs ``RELEASE_FACTOR`` times its own
+  ``max_examples`` (the History, generated-store and importer fuzzers included): run it before a
+  release, e.g. ``HYPOTHESIS_PROFILE=release .venv/bin/python -m pytest -m "not e2e" -p no:cacheprovider``.
+"""
 
 from __future__ import annotations
 
@@ -6,6 +17,32 @@ import os
 from pathlib import Path
 
 import pytest
+from hypothesis import HealthCheck, settings
+
+#: How many times its own max_examples each property test runs under the release profile.
+RELEASE_FACTOR = 20
+
+settings.register_profile("ci", derandomize=True, deadline=None, database=None, print_blob=True)
+settings.register_profile("dev", deadline=None)
+settings.register_profile(
+    "release", deadline=None, suppress_health_check=[HealthCheck.too_slow], print_blob=True
+)
+PROFILE = os.environ.get("HYPOTHESIS_PROFILE", "ci")
+settings.load_profile(PROFILE)
+
+
+def pytest_collection_modifyitems(config, items):
+    """Under the release profile, scale each property test's own max_examples by RELEASE_FACTOR
+    (tests pin their max_examples with @settings, which a profile alone cannot raise)."""
+    if PROFILE != "release":
+        return
+    for item in items:
+        test = getattr(item, "obj", None)
+        current = getattr(test, "_hypothesis_internal_use_settings", None)  # hypothesis's own slot
+        if current is not None:
+            test._hypothesis_internal_use_settings = settings(
+                current, max_examples=current.max_examples * RELEASE_FACTOR
+            )
 
 ROOT = Path(__file__).resolve().parent.parent
 SHARED = ROOT.parent / "shared"

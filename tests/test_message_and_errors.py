@@ -83,3 +83,83 @@ def test_library_never_imports_streamlit():
     for path in root.glob("*.py"):
         text = path.read_text(encoding="utf-8")
         assert "import streamlit" not in text and "from streamlit" not in text, path.name
+
+
+# -- issue 9: one validation of every number and string that enters ---------------------------------
+
+from hypothesis import given, strategies as st  # noqa: E402
+
+from convmem import MAX_TOKENS, check_text  # noqa: E402
+
+
+def test_max_tokens_is_the_largest_count_exact_in_float64():
+    assert MAX_TOKENS == 9_007_199_254_740_991 == 2**53 - 1
+    assert Message("m", "user", MAX_TOKENS).tokens == MAX_TOKENS
+    assert float(MAX_TOKENS) == MAX_TOKENS and float(MAX_TOKENS + 2) != MAX_TOKENS + 2
+
+
+@pytest.mark.parametrize("tokens", [MAX_TOKENS + 1, 2**63, 10**30, 10**5000], ids=["cap+1", "2**63", "1e30", "1e5000"])
+def test_tokens_over_the_cap_are_a_readable_value_error(tokens):
+    with pytest.raises(ValueError) as info:
+        Message("m", "user", tokens)
+    text = str(info.value)
+    assert text.startswith("Message.tokens must be at most MAX_TOKENS = 2**53 - 1 = 9,007,199,254,740,991, got ")
+    assert len(text) < 200  # a 5,000-digit int is described by its size, not printed
+
+
+@pytest.mark.parametrize(
+    ("kwargs", "field", "code", "index"),
+    [
+        (dict(id="a\ud800", role="user", tokens=1), "Message.id", "D800", 1),
+        (dict(id="x", role="user", tokens=1, content="hi \udfff"), "Message.content", "DFFF", 3),
+        (dict(id="x", role="assistant", tokens=1, tool_call_ids=("ok", "\udc00c")), "Message.tool_call_ids", "DC00", 0),
+        (dict(id="x", role="tool", tokens=1, tool_call_id="é\ud83d"), "Message.tool_call_id", "D83D", 1),
+    ],
+)
+def test_lone_surrogates_are_rejected_naming_field_code_point_and_index(kwargs, field, code, index):
+    with pytest.raises(ValueError) as info:
+        Message(**kwargs)
+    assert str(info.value).startswith(f"{field} holds a lone UTF-16 surrogate U+{code} at index {index} ")
+
+
+def test_a_surrogate_deep_in_a_huge_content_is_quoted_around_it_and_bounded():
+    content = "a" * 1_000_000 + "\ud800" + "b" * 1_000_000
+    with pytest.raises(ValueError) as info:
+        Message("m", "user", 1, content=content)
+    text = str(info.value)
+    assert "at index 1,000,000 " in text and "\\ud800" in text and "(2,000,001 characters)" in text
+    assert len(text) < 250
+
+
+def test_paired_surrogates_are_ordinary_text():
+    emoji = "\U0001F600 caf\u00e9"  # one code point above the BMP: no lone surrogate
+    assert Message("m", "user", 1, content=emoji).content == emoji
+
+
+@pytest.mark.parametrize(
+    "kwargs",
+    [
+        dict(id=list(range(10**6)), role="user", tokens=1),
+        dict(id="x", role="r" * 10**6, tokens=1),
+        dict(id="x", role="user", tokens=1, content=b"\x00" * 10**6),
+        dict(id="x", role="assistant", tokens=1, tool_call_ids=tuple(str(i) for i in range(10**5)) + (3,)),
+    ],
+)
+def test_errors_describe_foreign_values_in_bounded_text(kwargs):
+    with pytest.raises((TypeError, ValueError)) as info:
+        Message(**kwargs)
+    assert len(str(info.value)) < 300
+
+
+@given(st.text())
+def test_check_text_accepts_exactly_what_utf8_can_encode(text):
+    try:
+        text.encode("utf-8")
+        encodable = True
+    except UnicodeEncodeError:
+        encodable = False
+    if encodable:
+        assert check_text("f", text) is text
+    else:
+        with pytest.raises(ValueError, match=r"^f holds a lone UTF-16 surrogate U\+D[89A-F][0-9A-F]{2} at index "):
+            check_text("f", text)

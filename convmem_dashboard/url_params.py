@@ -1,0 +1,326 @@
+"""Every URL parameter the dashboard binds to a widget: one table, one pure sanitizer.
+
+Each page binds its widgets to the URL (``bind="query-params"``) so a link reproduces a view. A
+link can carry anything, and Streamlit parses a bound value *before* the page's code runs: an
+int ``st.number_input`` seeded from ``?seed=inf`` raises ``OverflowError`` inside Streamlit's own
+deserializer, which no page can catch. So dashboard.py calls :func:`sanitize_query_params` first,
+on every run, before ``st.navigation``: it runs the pure :func:`sanitize` over the URL and puts
+the result back where Streamlit seeds widgets from, and shows one warning naming each parameter
+and value it changed.
+
+:data:`PARAMS` is the one table of bound keys: type, the static range, default and step. The
+pages build their widgets from it (``*PARAMS["rate"].slider``), so the sanitizer and the widgets
+cannot disagree. Where a range depends on the data (the limit slider's range comes from the
+conversation), the table gives the widest range any data can give (for tokens, ``0..MAX_TOKENS``)
+and the page narrows it; Streamlit already refuses finite values outside a widget's range.
+
+Rules (pure, O(total length of the query)), for a bound key:
+
+* ``int``: a decimal int in ``[lo, hi]``; ``float``: a finite float in ``[lo, hi]``. Anything
+  else (``nan``, ``inf``, ``-inf``, ``1e309``, ``10**30``, ``-1`` below 0, ``7.5`` for an int,
+  text) is dropped: the widget shows its default, as Streamlit does for an out-of-range value
+  it can parse (docs/decisions.md: dropped, not clamped, so a link never silently means
+  something else, e.g. ``?rate=7`` is not a failure rate of 1).
+* ``bool``: ``true``/``false`` in any case; anything else is dropped.
+* ``choice``: one of ``options``; ``choices`` (multiselect): the known options, in order, once.
+* ``int_range``: two whole numbers in order, in range (``?win=0&win=99``).
+* ``text`` (options that come from the data: conversation ids, dataset keys): kept when it is at
+  most :data:`MAX_TEXT` characters; the page then checks it against its options.
+* An empty value (``?rep=``) is kept for a ``clearable`` number (it means "off"/"none") and for
+  ``choices`` (no option picked), else dropped. A repeated single-value key keeps its last value,
+  as Streamlit does. A value over :data:`MAX_TEXT` characters is dropped whatever its type.
+* A key not in the table is left alone (Streamlit ignores it; it may be someone else's, such as
+  ``embed``): it cannot break a page.
+
+Dropped values are reported as :class:`Fix` items; :func:`sanitize_query_params`
+shows them in one ``st.warning`` (escaped: URL text is never Markdown).
+
+>>> clean, fixes = sanitize({"rate": ["nan"], "seed": ["1e309"], "psize": ["10000"], "other": ["x"]})
+>>> clean
+{'other': ['x']}
+>>> [(f.key, f.value, f.reason) for f in fixes]  # doctest: +NORMALIZE_WHITESPACE
+[('rate', 'nan', 'it is not a finite number'), ('seed', '1e309', 'it is not a finite number'),
+ ('psize', '10000', 'it is outside 1..200')]
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from convmem.limits import MAX_TOKENS
+
+__all__ = [
+    "COUNT_MAX",
+    "Fix",
+    "MAX_TEXT",
+    "PARAMS",
+    "Param",
+    "POLICIES",
+    "RUN_MODES",
+    "TARGET_MODES",
+    "fix_message",
+    "sanitize",
+    "sanitize_query_params",
+]
+
+#: Longest value kept for any key (characters); longer ones are dropped.
+MAX_TEXT = 1000
+#: Static upper bound of counts that come from the data (message steps, events, pages, calls).
+COUNT_MAX = 2**31 - 1
+#: History's keyword names (the Token budget page's B policies; no format_func: readable URLs).
+POLICIES = ("pin_system", "pin_latest_user", "keep_tool_groups", "start_on_user")
+#: Token budget target modes: off (target = limit), a percentage of the limit, or a token count.
+TARGET_MODES = ("off", "percent", "tokens")
+#: Flaky store run modes.
+RUN_MODES = ("All at once", "Step by step")
+
+_KINDS = ("int", "float", "bool", "choice", "choices", "int_range", "text")
+
+
+@dataclass(frozen=True)
+class Param:
+    """One URL-bound widget key.
+
+    ``lo``/``hi``: the static range (inclusive; for a data-dependent range, the widest one).
+    ``default``/``step``: the widget's, when static (None when the page derives it from data).
+    ``clearable``: an empty value is valid (a number_input with ``value=None``).
+    """
+
+    key: str
+    kind: str
+    lo: float | None = None
+    hi: float | None = None
+    default: Any = None
+    step: float | None = None
+    options: tuple[str, ...] | None = None
+    clearable: bool = False
+
+    def __post_init__(self) -> None:
+        if self.kind not in _KINDS:
+            raise ValueError(f"Param.kind must be one of {_KINDS}, got {self.kind!r}")
+
+    @property
+    def slider(self) -> tuple:
+        """``(min_value, max_value, value, step)``: the positional arguments of st.slider and
+        st.number_input for a widget whose range and default are static."""
+        return self.lo, self.hi, self.default, self.step
+
+
+def _p(key: str, kind: str, **kw) -> tuple[str, Param]:
+    return key, Param(key, kind, **kw)
+
+
+#: Every URL-bound key of every page (dataset picker: ``data``). ``conv`` is shared by two pages
+#: with the same meaning (a conversation id).
+PARAMS: dict[str, Param] = dict(
+    [
+        # sidebar (convmem_dashboard.data)
+        _p("data", "text"),
+        # Flaky store
+        _p("conv", "text"),
+        _p("rate", "float", lo=0.0, hi=1.0, default=0.3, step=0.05),
+        _p("burst", "int", lo=1, hi=10, default=1, step=1),
+        _p("seed", "int", lo=0, hi=2**31 - 1, default=7, step=1),
+        _p("rep", "int", lo=1, hi=100_000, default=None, step=1, clearable=True),
+        _p("cyc", "int", lo=2, hi=100_000, default=None, step=1, clearable=True),
+        _p("wrap", "bool", default=False),
+        _p("empty", "int", lo=1, hi=100_000, default=None, step=1, clearable=True),
+        _p("psize", "int", lo=1, hi=200, default=5, step=1),
+        _p("overlap", "int", lo=0, hi=199, step=1),  # hi: page size - 1
+        _p("tries", "int", lo=1, hi=10, default=5, step=1),
+        _p("base", "float", lo=0.0, hi=60.0, default=0.1, step=0.05),
+        _p("maxd", "float", lo=0.0, hi=600.0, default=2.0, step=0.5),
+        _p("dl", "float", lo=0.0, hi=3600.0, default=None, step=0.5, clearable=True),
+        _p("epe", "bool", default=True),
+        _p("mode", "choice", options=RUN_MODES),
+        _p("step", "int", lo=1, hi=COUNT_MAX),  # hi: the run's calls
+        _p("truth_all", "bool", default=False),
+        # Token budget
+        _p("limit", "int", lo=0, hi=MAX_TOKENS),  # range from the conversation's tokens
+        _p("pin_sys", "bool", default=False),
+        _p("pin_user", "bool", default=False),
+        _p("tools", "bool", default=False),
+        _p("on_user", "bool", default=False),
+        _p("tmode", "choice", options=TARGET_MODES),
+        _p("tgt", "int", lo=5, hi=100, default=50, step=5),
+        _p("tgt_tok", "int", lo=0, hi=MAX_TOKENS),
+        _p("sum", "bool", default=False),
+        _p("sb", "int", lo=0, hi=MAX_TOKENS),
+        _p("win", "int_range", lo=0, hi=COUNT_MAX),  # hi: messages - 1
+        _p("ev", "int", lo=1, hi=COUNT_MAX),  # hi: drop events
+        _p("ctx_step", "int", lo=0, hi=COUNT_MAX, clearable=True),  # hi: messages - 1
+        _p("cmp", "bool"),
+        _p("b_limit", "int", lo=0, hi=MAX_TOKENS, clearable=True),
+        _p("b_tgt", "int", lo=5, hi=100, default=50, step=5),
+        _p("b_sum", "bool", default=False),
+        _p("b_pol", "choices", options=POLICIES, default=POLICIES),
+        _p("sweep", "bool"),
+        _p("sw_n", "int", lo=5, hi=40, default=20, step=1),
+        _p("pg", "int", lo=1, hi=COUNT_MAX),  # hi: table pages
+        # Listing eviction
+        _p("shopper", "text"),
+        _p("cap", "int", lo=0, hi=COUNT_MAX),  # hi: the dataset's most distinct ids
+        _p("only", "bool", default=True),
+    ]
+)
+
+
+@dataclass(frozen=True)
+class Fix:
+    """A URL value :func:`sanitize` dropped (``action``: ``"dropped"``, or for a multiselect
+    ``"kept a, b"``); ``reason`` says why, in words."""
+
+    key: str
+    value: str
+    action: str
+    reason: str
+
+
+_INT = re.compile(r"[+-]?\d+")
+
+
+def _number(text: str, as_int: bool) -> float | int | None:
+    """The number ``text`` writes (int when ``as_int``; a finite float is rounded), else None."""
+    text = text.strip()
+    if as_int and _INT.fullmatch(text) and len(text) <= 40:
+        return int(text)
+    try:
+        value = float(text)
+    except ValueError:
+        return None
+    if not math.isfinite(value):
+        return None
+    return round(value) if as_int else value
+
+
+def _shown(value: str) -> str:
+    return value if len(value) <= 40 else value[:37] + "..."
+
+
+def _fmt(value: float | int) -> str:
+    return str(value) if isinstance(value, int) else repr(float(value))
+
+
+def _scalar(p: Param, raw: str) -> tuple[str | None, str, str]:
+    """(clean value or None to drop, action, reason) for one single-valued key."""
+    if raw == "":
+        if p.clearable:
+            return "", "", ""
+        return None, "dropped", "it is empty"
+    if p.kind == "bool":
+        if raw.lower() in ("true", "false"):
+            return raw.lower(), "", ""
+        return None, "dropped", "it is not true or false"
+    if p.kind == "choice":
+        if raw in p.options:
+            return raw, "", ""
+        return None, "dropped", "it is not one of " + ", ".join(p.options)
+    if p.kind == "text":
+        return raw, "", ""
+    value = _number(raw, p.kind == "int")
+    if value is None:
+        return None, "dropped", "it is not a finite number"
+    if p.kind == "int" and not _INT.fullmatch(raw.strip()):
+        return None, "dropped", "it is not a whole number"
+    if not p.lo <= value <= p.hi:
+        return None, "dropped", f"it is outside {_fmt(p.lo)}..{_fmt(p.hi)}"
+    return raw.strip(), "", ""
+
+
+def sanitize(
+    query: Mapping[str, str | Sequence[str]], params: Mapping[str, Param] = PARAMS
+) -> tuple[dict[str, list[str]], list[Fix]]:
+    """The query with every bound key's value made valid (see the module docstring), and what
+    changed. ``query`` maps a key to its value or values (as Streamlit keeps them); the result
+    maps each kept key to a list of values. Pure; never raises for any str keys and values."""
+    clean: dict[str, list[str]] = {}
+    fixes: list[Fix] = []
+    for key, values in query.items():
+        values = [values] if isinstance(values, str) else list(values)
+        p = params.get(key)
+        if p is None:
+            clean[key] = values
+            continue
+        if any(len(v) > MAX_TEXT for v in values):
+            long = next(v for v in values if len(v) > MAX_TEXT)
+            fixes.append(Fix(key, _shown(long), "dropped", f"it is over {MAX_TEXT:,} characters"))
+            continue
+        if p.kind == "choices":
+            known = [v for v in dict.fromkeys(values) if v in p.options]
+            unknown = [v for v in values if v and v not in p.options]
+            if unknown:
+                action = "dropped" if not known else "kept " + ", ".join(known)
+                fixes.append(Fix(key, _shown(unknown[0]), action, "it is not one of " + ", ".join(p.options)))
+            if known:
+                clean[key] = known
+            elif not unknown:
+                clean[key] = values[-1:] if values and values[-1] == "" else []
+            continue
+        if p.kind == "int_range":
+            numbers = [_number(v, True) for v in values]
+            if len(values) != 2 or any(n is None for n in numbers):
+                fixes.append(Fix(key, _shown("&".join(values)), "dropped", "it is not two finite numbers"))
+                continue
+            pair = [int(n) for n in numbers]
+            if not p.lo <= pair[0] <= pair[1] <= p.hi or any(not _INT.fullmatch(v.strip()) for v in values):
+                fixes.append(Fix(key, _shown("&".join(values)), "dropped",
+                                 f"it is not two whole numbers in {p.lo}..{p.hi}, in order"))
+                continue
+            clean[key] = [str(n) for n in pair]
+            continue
+        raw = values[-1] if values else ""
+        value, action, reason = _scalar(p, raw)
+        if action:
+            fixes.append(Fix(key, _shown(raw), action, reason))
+        if value is not None:
+            clean[key] = [value]
+    return clean, fixes
+
+
+def fix_message(fixes: Sequence[Fix]) -> str:
+    """One Markdown line per fix, user text escaped (shown in st.warning)."""
+    from .data import md_escape
+
+    lines = [
+        f"- {md_escape(f.key)} = {md_escape(repr(f.value))}: {md_escape(f.action)} ({md_escape(f.reason)})"
+        for f in fixes
+    ]
+    return "Some settings in the link could not be used:\n" + "\n".join(lines)
+
+
+def sanitize_query_params() -> list[Fix]:
+    """Sanitize this run's URL before any widget is seeded from it (dashboard.py calls it first).
+
+    Streamlit seeds a bound widget from a snapshot of the URL taken when the run started
+    (``QueryParams._initial_query_params``) and keeps the browser's URL in ``_query_params``;
+    neither is reachable through ``st.query_params`` once a key is bound (it raises), so both are
+    rewritten here, and the browser is sent the cleaned URL. Returns the fixes (also shown).
+    """
+    import streamlit as st
+    from streamlit.runtime.scriptrunner_utils.script_run_context import get_script_run_ctx
+
+    ctx = get_script_run_ctx()
+    if ctx is None:
+        return []
+    fixes: list[Fix] = []
+    with ctx.session_state.query_params() as qp:
+        if not hasattr(qp, "_initial_query_params"):  # another Streamlit: the URL fuzz tests fail
+            return []
+        initial, i_fixes = sanitize(qp._initial_query_params)
+        current, c_fixes = sanitize(qp._query_params)
+        if i_fixes or c_fixes:
+            qp._initial_query_params = initial
+            qp._query_params = {k: v[0] if len(v) == 1 else v for k, v in current.items()}
+            qp._send_query_param_msg()
+        seen = set()
+        for f in i_fixes + c_fixes:
+            if (f.key, f.value) not in seen:
+                seen.add((f.key, f.value))
+                fixes.append(f)
+    if fixes:
+        st.warning(fix_message(fixes), icon=":material/link:")
+    return fixes
