@@ -28,7 +28,8 @@ from typing import Any
 
 from ..conversations import LAZY_LISTINGS, Conversation, Skipped, ToolCall, extract_listing_ids
 from ..errors import FormatError
-from ..message import Message
+from ..limits import MAX_TOKENS
+from ..message import Message, check_text
 
 try:  # the tokens branch defines ImageRef; until then a local value of the same shape
     from ..tokens import ImageRef
@@ -239,6 +240,23 @@ class Context:
         raise Fault(reason, source=self.source, line=where[0], field=where[1],
                     value=None if value is ... else short(value))
 
+    def text(self, label: str, text: str, where: tuple[int | None, str | None]) -> str:
+        """``text`` if every encoder can write it, else a Fault naming ``label`` and the lone
+        surrogate (:func:`convmem.check_text`); O(1) for ASCII text, else one encode."""
+        if not text.isascii():
+            try:
+                check_text(label, text)
+            except ValueError as exc:
+                self.fail(str(exc), where)
+        return text
+
+    def tokens(self, tokens: int, where: tuple[int | None, str | None]) -> int:
+        """``tokens`` if within ``[0, MAX_TOKENS]`` (the cap Message enforces), else a Fault."""
+        if not 0 <= tokens <= MAX_TOKENS:
+            self.fail(f"tokens must be a non-negative integer at most MAX_TOKENS = 2**53 - 1 = "
+                      f"{MAX_TOKENS:,}, got {short(tokens)}", where, tokens)
+        return tokens
+
     @property
     def counter(self) -> Any:
         if self._counter is None:
@@ -289,6 +307,7 @@ class Context:
     # -- conversation ids ------------------------------------------------------------------
 
     def claim(self, cid: str, where: tuple[int | None, str | None]) -> str:
+        self.text("conversation id", cid, where)
         if cid in self.conv_ids:
             self.fail(f"duplicate conversation id {cid!r}", where, cid)
         self.conv_ids.add(cid)
@@ -314,7 +333,7 @@ class Context:
         if raw is None:
             return None
         if isinstance(raw, str):
-            return raw
+            return self.text("user_id", raw, where)
         if isinstance(raw, int) and not isinstance(raw, bool):
             return str(raw)
         return self.fail(f"user_id must be a string or null, got {short(raw)}", where, raw)
@@ -365,7 +384,7 @@ def check_tokens(ctx: Context, tokens: Any, where: tuple[int | None, str | None]
         return None
     if isinstance(tokens, bool) or not isinstance(tokens, int) or tokens < 0:
         ctx.fail(f"tokens must be a non-negative integer, got {short(tokens)}", where, tokens)
-    return tokens
+    return ctx.tokens(tokens, where)
 
 
 class Builder:
@@ -403,7 +422,7 @@ class Builder:
         if not isinstance(own, str) or not own:
             self.ctx.fail(f"message id must be a non-empty string, got {short(own)}",
                           self.where.msg(pos, "id"), own)
-        return own + suffix
+        return self.ctx.text("message id", own, self.where.msg(pos, "id")) + suffix
 
     def add(
         self,
@@ -455,6 +474,11 @@ class Builder:
         if calls:
             out = []
             for k, (cid, cname, args) in enumerate(calls):
+                at = self.where.msg(pos, "tool_calls")
+                if cid:
+                    ctx.text("tool call id", cid, at)
+                ctx.text("tool call name", cname, at)
+                ctx.text("tool call arguments", args, at)
                 if not cid:
                     cid = f"{msg_id}#{k}"
                     self.anonymous.append((cid, cname, position))
@@ -468,6 +492,12 @@ class Builder:
                 self.tool_calls.append(new_tool_call(cid, cname, args, msg_id))
             call_ids = tuple(out)
         answer: str | None = None
+        if answers:
+            ctx.text("tool_call_id", answers, self.where.msg(pos, answer_field))
+        if content:
+            ctx.text("content", content, self.where.msg(pos, "content"))
+        if tokens is not None:
+            ctx.tokens(tokens, self.where.msg(pos, "tokens"))
         if role == "tool" and (link or answers):
             answer = self._link(answers, by_name, pos, answer_field, position)
         if tokens is None:
@@ -505,8 +535,12 @@ class Builder:
                           self.where.msg(pos, "id"), msg_id)
         ids.add(msg_id)
         ctx = self.ctx
+        if content:
+            ctx.text("content", content, self.where.msg(pos, "content"))
         if tokens is None:
             tokens = ctx.count(role, provider_role, content, [], name, images)
+        else:
+            ctx.tokens(tokens, self.where.msg(pos, "tokens"))
         messages.append(new_message(msg_id, role, tokens, content, (), None))
         self.records.append(record)
         self.proles.append(provider_role)

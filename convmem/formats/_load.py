@@ -5,6 +5,7 @@ from __future__ import annotations
 import gc
 import json
 import os
+import re
 from collections.abc import Callable, Iterable, Sequence
 from pathlib import Path
 from typing import IO, Any
@@ -192,12 +193,20 @@ def _document(ctx: Context, doc: Any, fmt: Format | None, path: Any) -> None:
         _one(ctx, fmt, record, Where(k + 1, "", False), path)
 
 
+_FIRST_LINE = re.compile(r"[^\r\n]*")
+_UTF16_BOMS = {b"\xff\xfe": "UTF-16 LE", b"\xfe\xff": "UTF-16 BE"}
+
+
 def _decode(data: Any, source: str, max_bytes: int) -> str:
     if isinstance(data, (bytes, bytearray, memoryview)):
         raw = bytes(data)
         if len(raw) > max_bytes:
             raise FormatError(f"file is {len(raw):,} bytes, over the {max_bytes:,}-byte cap",
                               source=source)
+        utf16 = _UTF16_BOMS.get(raw[:2])
+        if utf16 is not None:  # a UTF-16 BOM (docs/decisions.md: refused, not decoded)
+            raise FormatError(f"the file is {utf16} text (it starts with a UTF-16 byte order "
+                              "mark); save it as UTF-8 and upload it again", source=source)
         try:
             return raw.decode("utf-8-sig")
         except UnicodeDecodeError as exc:
@@ -329,7 +338,7 @@ def _parse_text(ctx: Context, text: str, fmt: Format | None, force_jsonl: bool,
         _jsonl(ctx, text, fmt, path)
         return
     if stripped[0] not in "[{":
-        first_line = stripped.split("\n", 1)[0]
+        first_line = _FIRST_LINE.match(stripped).group()  # CRLF, LF or CR-only endings
         if fmt is None and path is None:
             for f in FORMATS.values():
                 if f.text and f.detect(first_line):

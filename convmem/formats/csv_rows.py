@@ -21,6 +21,7 @@ from typing import Any
 
 from ..conversations import Conversation
 from ..errors import FormatError
+from ..limits import MAX_TOKENS
 from ..message import ROLES
 from ._base import Builder, Context, Format, Where, same_format
 
@@ -34,14 +35,15 @@ _ALL = ("conversation_id", "user_id", "id", "role", "tokens", "content", "tool_c
 
 
 def detect(first_line: Any) -> bool:
-    """The first non-blank line is a CSV header naming ``id``, ``role`` and ``tokens``."""
+    """The first non-blank line is a CSV header naming ``id`` and ``role`` (a header without
+    ``tokens`` is still CSV, so its error says ``missing column 'tokens'``)."""
     if not isinstance(first_line, str):
         return False
     try:
         cols = {c.strip() for c in next(csv.reader([first_line]))}
     except (csv.Error, StopIteration):
         return False
-    return set(REQUIRED) <= cols
+    return {"id", "role"} <= cols
 
 
 def parse(text: str, ctx: Context, where: Where) -> None:
@@ -99,6 +101,8 @@ def parse(text: str, ctx: Context, where: Where) -> None:
                 ctx.fail("conversation_id is empty", (start, "conversation_id"), conv_key)
             record = dict(zip(cols, row))
             uid = record.get("user_id") or None
+            if uid is not None:
+                ctx.text("user_id", uid, (start, "user_id"))
             b = builders.get(conv_key)
             if b is None:
                 cid = ctx.claim(conv_key, (start, "conversation_id"))
@@ -135,10 +139,11 @@ def _row(ctx: Context, b: Builder, record: dict[str, str], start: int) -> None:
         ctx.fail(f"unknown role {role!r} (expected one of {', '.join(ROLES)})", (start, "role"),
                  role)
     raw_tokens = record["tokens"].strip()
-    if not (raw_tokens.isascii() and raw_tokens.isdigit()) or len(raw_tokens) > 18:
+    if not (raw_tokens.isascii() and raw_tokens.isdigit()) or len(raw_tokens) > 40:
         shown = raw_tokens if len(raw_tokens) <= 40 else raw_tokens[:37] + "..."
-        ctx.fail(f"tokens must be a non-negative integer below 10**18, got {shown!r}",
-                 (start, "tokens"), shown)
+        ctx.fail(f"tokens must be a non-negative integer at most MAX_TOKENS = 2**53 - 1 = "
+                 f"{MAX_TOKENS:,}, got {shown!r}", (start, "tokens"), shown)
+    ctx.tokens(int(raw_tokens), (start, "tokens"))  # one cap, one message (Context.tokens)
     call_ids = tuple((record.get("tool_call_ids") or "").split())
     if call_ids and role != "assistant":
         ctx.fail(f"only assistant rows may have tool_call_ids, not {role!r}",
