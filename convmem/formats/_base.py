@@ -28,7 +28,8 @@ from typing import Any
 
 from ..conversations import LAZY_LISTINGS, Conversation, Skipped, ToolCall, extract_listing_ids
 from ..errors import FormatError
-from ..message import Message
+from ..limits import MAX_TOKENS
+from ..message import Message, check_text
 
 try:  # the tokens branch defines ImageRef; until then a local value of the same shape
     from ..tokens import ImageRef
@@ -368,6 +369,28 @@ def check_tokens(ctx: Context, tokens: Any, where: tuple[int | None, str | None]
     return tokens
 
 
+
+def _checked(ctx: Context, where: Where, pos: int, msg_id: str, tokens: int, content: str | None,
+             call_ids: tuple[str, ...], answer: str | None) -> None:
+    """The checks Message.__post_init__ makes that the fast constructor skips: token cap and
+    text every encoder can write (convmem.message.check_text). O(1) for ASCII text."""
+    if tokens > MAX_TOKENS:
+        ctx.fail(f"tokens must be at most {MAX_TOKENS:,} (convmem.MAX_TOKENS), got {short(tokens)}",
+                 where.msg(pos, "tokens"), tokens)
+    for field, text in (("id", msg_id), ("content", content), ("tool_call_id", answer)):
+        if text is not None and not text.isascii():
+            try:
+                check_text(field, text)
+            except ValueError as exc:
+                ctx.fail(str(exc), where.msg(pos, field), text)
+    for cid in call_ids:
+        if not cid.isascii():
+            try:
+                check_text("tool_call_ids", cid)
+            except ValueError as exc:
+                ctx.fail(str(exc), where.msg(pos, "tool_calls"), cid)
+
+
 class Builder:
     """Accumulates one conversation's messages: ids, roles, tool-call links, tokens, listings.
 
@@ -473,6 +496,7 @@ class Builder:
         if tokens is None:
             tokens = ctx.count(role, provider_role, content,
                                [(c[1], c[2]) for c in calls] if calls else [], name, images)
+        _checked(ctx, self.where, pos, msg_id, tokens, content, call_ids, answer)
         message = new_message(msg_id, role, tokens, content, call_ids, answer)
         messages.append(message)
         self.records.append(record)
@@ -507,6 +531,7 @@ class Builder:
         ctx = self.ctx
         if tokens is None:
             tokens = ctx.count(role, provider_role, content, [], name, images)
+        _checked(ctx, self.where, pos, msg_id, tokens, content, (), None)
         messages.append(new_message(msg_id, role, tokens, content, (), None))
         self.records.append(record)
         self.proles.append(provider_role)
