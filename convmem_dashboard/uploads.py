@@ -55,6 +55,27 @@ MAX_UPLOAD_MESSAGES = 200_000
 _PER_OBJECT = 16
 
 
+def _decoded_bytes(value: Any) -> int:
+    """Upper bound of the bytes a decoded JSON value holds (dicts, lists, str, numbers), each
+    object once (records share strings). Iterative, so deep nesting cannot overflow the stack."""
+    size = sys.getsizeof
+    seen: set[int] = set()
+    stack = [value]
+    total = 0
+    while stack:
+        obj = stack.pop()
+        if obj is None or isinstance(obj, bool) or id(obj) in seen:
+            continue
+        seen.add(id(obj))
+        total += size(obj) + _PER_OBJECT
+        if isinstance(obj, dict):
+            stack.extend(obj.keys())
+            stack.extend(obj.values())
+        elif isinstance(obj, (list, tuple)):
+            stack.extend(obj)
+    return total
+
+
 def estimated_bytes(conversations: Sequence[Conversation]) -> int:
     """Upper bound of the bytes the parsed ``conversations`` hold (O(total objects))."""
     size = sys.getsizeof
@@ -63,6 +84,9 @@ def estimated_bytes(conversations: Sequence[Conversation]) -> int:
         objs = [c, c.id, c.user_id, c.messages, c.listing_ids, c.tool_calls, c.source, c.source_format]
         total += sum(size(o) for o in objs if o is not None) + _PER_OBJECT * len(objs)
         total += size(c.total_tokens)
+        # What export needs: each message's provider record, content-part indices, provider role
+        # and the conversation's envelope (convmem.Conversation keeps them; issue 7).
+        total += _decoded_bytes((c.records, c.parts, c.provider_roles, c.envelope))
         for x in c.listing_ids:
             total += size(x) + _PER_OBJECT
         for t in c.tool_calls:

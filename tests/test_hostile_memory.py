@@ -57,7 +57,7 @@ def test_estimate_is_an_upper_bound_of_the_parsed_datas_memory(make):
 
 
 def test_registry_keeps_many_uploads_within_its_budget_least_recently_used_out():
-    budget = 4 * 1024 * 1024
+    budget = 6 * 1024 * 1024
     files = [jsonl_upload(k, 1500) for k in range(24)]
     convs = [tuple(parse_conversations(f)) for f in files]
     sizes = [estimated_bytes(c) for c in convs]

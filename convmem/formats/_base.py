@@ -387,6 +387,8 @@ def check_tokens(ctx: Context, tokens: Any, where: tuple[int | None, str | None]
     return ctx.tokens(tokens, where)
 
 
+
+
 class Builder:
     """Accumulates one conversation's messages: ids, roles, tool-call links, tokens, listings.
 
@@ -496,13 +498,12 @@ class Builder:
             ctx.text("tool_call_id", answers, self.where.msg(pos, answer_field))
         if content:
             ctx.text("content", content, self.where.msg(pos, "content"))
-        if tokens is not None:
-            ctx.tokens(tokens, self.where.msg(pos, "tokens"))
         if role == "tool" and (link or answers):
             answer = self._link(answers, by_name, pos, answer_field, position)
         if tokens is None:
             tokens = ctx.count(role, provider_role, content,
                                [(c[1], c[2]) for c in calls] if calls else [], name, images)
+        ctx.tokens(tokens, self.where.msg(pos, "tokens"))  # given or counted: one cap
         message = new_message(msg_id, role, tokens, content, call_ids, answer)
         messages.append(message)
         self.records.append(record)
@@ -539,8 +540,7 @@ class Builder:
             ctx.text("content", content, self.where.msg(pos, "content"))
         if tokens is None:
             tokens = ctx.count(role, provider_role, content, [], name, images)
-        else:
-            ctx.tokens(tokens, self.where.msg(pos, "tokens"))
+        ctx.tokens(tokens, self.where.msg(pos, "tokens"))  # given or counted: one cap
         messages.append(new_message(msg_id, role, tokens, content, (), None))
         self.records.append(record)
         self.proles.append(provider_role)

@@ -256,9 +256,29 @@ def test_link_to_an_upload_this_server_lost_warns_and_keeps_the_other_settings(p
     ],
     ids=["bad-role", "broken-json"],
 )
-def test_upload_malformed_jsonl_shows_readable_error(page, streamlit_url, screenshot_dir, tmp_path, content, expect, request):
+def test_upload_with_one_bad_conversation_loads_the_rest_and_says_why(page, streamlit_url, screenshot_dir, tmp_path, content, expect, request):
+    """Issue 7: a fault in one conversation skips it with line, field and value; the rest load."""
     f = tmp_path / "e2e_bad.jsonl"
     f.write_text(content, encoding="utf-8")
+    open_page(page, streamlit_url, "/")
+    upload(page, f)
+    warning = page.locator('[data-testid="stAlertContentWarning"]').filter(has_text="skipped")
+    warning.first.wait_for(timeout=30_000)
+    wait_for_app(page)
+    assert_no_exception(page)
+    assert "Loaded 1 of 2 conversations; 1 skipped." in warning.first.inner_text()
+    page.get_by_text(re.compile(r"^Why 1 conversation was skipped")).first.click()
+    detail = page.locator('[data-testid="stCode"]').first.inner_text()
+    for word in expect:
+        assert word in detail, f"{word!r} not in the reason shown: {detail!r}"
+    assert "Traceback" not in page.locator('[data-testid="stMain"]').inner_text()
+    screenshot(page, screenshot_dir, f"home_upload_skipped_{request.node.callspec.id}")
+
+
+def test_upload_with_no_readable_conversation_shows_readable_error(page, streamlit_url, screenshot_dir, tmp_path):
+    f = tmp_path / "e2e_bad.jsonl"
+    f.write_text(json.dumps({"id": "x", "messages": [{"role": "bot", "content": "hi"}]}) + "\n",
+                 encoding="utf-8")
     open_page(page, streamlit_url, "/")
     before = metric_values(page)
     upload(page, f)
@@ -268,12 +288,11 @@ def test_upload_malformed_jsonl_shows_readable_error(page, streamlit_url, screen
     assert_no_exception(page)
     assert "Could not read the upload" in error.first.inner_text()
     detail = page.locator('[data-testid="stCode"]').first.inner_text()
-    assert "e2e_bad.jsonl" in detail
-    for word in expect:
+    for word in ("e2e_bad.jsonl", "line 1", "role", "bot"):
         assert word in detail, f"{word!r} not in the error shown: {detail!r}"
     assert "Traceback" not in page.locator('[data-testid="stMain"]').inner_text()
     assert metric_values(page) == before, "a failed upload changed the data in use"
-    screenshot(page, screenshot_dir, f"home_upload_error_{request.node.callspec.id}")
+    screenshot(page, screenshot_dir, "home_upload_error")
 
 
 # ------------------------------------------------------------------------------------ downloads

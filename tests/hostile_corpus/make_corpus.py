@@ -146,7 +146,7 @@ add("json_trailing_garbage.json", CHAT_TEXT + " }", err("invalid JSON"))
 add("role_unknown.jsonl", dumps({"messages": [{"role": "bot", "content": "x", "tokens": 1}]}) + "\n", err("unknown role", "bot"))
 add("content_image_part.json",
     '[{"role": "user", "content": [{"type": "image_url", "image_url": {"url": "x"}}], "tokens": 1}]',
-    err("image_url"))
+    ok(1, 1))  # an image part is a documented OpenAI content part: kept and counted (issue 7)
 add("duplicate_message_ids.jsonl",
     dumps({"messages": [{"id": "a", "role": "user", "content": "x", "tokens": 1}, {"id": "a", "role": "assistant", "content": "y", "tokens": 1}]}) + "\n",
     err("duplicate message id"))
