@@ -263,7 +263,7 @@ MALFORMED = {
         "tokens.csv",
         b"id,role,tokens,content\nm1,user,12,hi\nm2,assistant,twelve,hello\n",
         "tokens.csv, line 3, field 'tokens': ",
-        "tokens must be a non-negative integer below 10**18, got 'twelve'",
+        "tokens must be a non-negative integer at most MAX_TOKENS = 2**53 - 1 = 9,007,199,254,740,991, got 'twelve'",
     ),
     "empty": ("empty.json", b"", "empty.json: ", "empty file"),
     "binary": ("blob.json", b"\x89PNG\r\n\x1a\n\x00\x00\x00\rIHDR\xff\xfe\x00", "blob.json: ", "not UTF-8 text"),
