@@ -369,7 +369,8 @@ def parse(text: str, ctx: Context, where: Where) -> None:
     """Add the session's conversations (main threads, then sidechains) to ``ctx``."""
     lines = read_lines(text)
     records = lines.records
-    threads = _threads(records)
+    threads = [t for t in _threads(records)  # a thread of no message is no conversation
+               if any(records[k][1].get("type") in ("user", "assistant") for k in t[1])]
     outside = {k for _s, chain, _d in threads for k in chain}
     ignored: Counter[str] = Counter()
     extra = list(lines.skipped)
@@ -383,7 +384,7 @@ def parse(text: str, ctx: Context, where: Where) -> None:
             lines.skip(line, "type", rtype, f"unknown record type {short(rtype)}: kept out of "
                        "the messages")
             extra.append(lines.skipped[-1])
-    if not any(chain for _s, chain, _d in threads):
+    if not threads:
         ctx.fail("no Claude Code user or assistant records in the file", (None, None))
     mains = [(chain, d) for s, chain, d in threads if not s and chain]
     sides = [(chain, d) for s, chain, d in threads if s and chain]
@@ -460,15 +461,31 @@ def _normalized(c: Conversation) -> list[dict[str, Any]]:
     return out
 
 
+def _boundary(mark: AgentCompaction, uuid: Any, prev: Any) -> dict[str, Any]:
+    """A ``compact_boundary`` record for a compaction (written back by :func:`dump`)."""
+    meta: dict[str, Any] = {"trigger": mark.trigger, "preTokens": mark.pre_tokens}
+    return {"parentUuid": None,
+            "logicalParentUuid": prev.get("uuid") if isinstance(prev, dict) else None,
+            "isSidechain": False, "type": "system", "subtype": "compact_boundary",
+            "uuid": uuid if isinstance(uuid, str) else f"boundary:{mark.line}",
+            "compactMetadata": {k: v for k, v in meta.items() if v is not None}}
+
+
 def dump(conversations: Sequence[Conversation]) -> str:
     lines = []
     for c in conversations:
         if c.source_format == NAME and len(c.records) == len(c.messages):
+            session = c.envelope if isinstance(c.envelope, AgentSession) else None
+            marks = {x.index: x for x in session.compactions} if session else {}
             prev: Any = None
             recs = []
-            for r in c.records:
-                if r is not prev:
-                    recs.append(r)
+            for i, r in enumerate(c.records):
+                if r is prev:
+                    continue
+                mark = marks.pop(i, None)
+                if mark is not None and isinstance(r, dict):  # the boundary before its summary
+                    recs.append(_boundary(mark, r.get("parentUuid"), prev))
+                recs.append(r)
                 prev = r
         else:
             recs = _normalized(c)
