@@ -35,6 +35,8 @@ __all__ = [
     "has_session",
     "reported_cost",
     "session_caption",
+    "session_export",
+    "skipped_lines",
     "usage_figure",
     "usage_frame",
 ]
@@ -268,3 +270,29 @@ def skipped_lines(conv: Conversation) -> Sequence[str]:
     """Each skipped record of the session as one line (shown with st.code)."""
     s = session_of(conv)
     return [str(x) for x in s.skipped] if s else []
+
+
+def session_export(conv: Conversation, redact: bool = True) -> dict:
+    """The session as a JSON value for download: messages (id, role, tokens, content, calls,
+    answered call), reported usage, agent compactions. ``redact`` (default) replaces every text
+    by its token count (:func:`convmem.redact_conversation`): nothing of what was said leaves."""
+    from dataclasses import asdict
+
+    from convmem import redact_conversation
+
+    c = redact_conversation(conv) if redact else conv
+    s = session_of(c)
+    calls: dict[str, list[dict]] = {}
+    for tc in c.tool_calls:
+        calls.setdefault(tc.message_id, []).append(
+            {"id": tc.id, "name": tc.name, "arguments": tc.arguments})
+    return {
+        "id": c.id,
+        "redacted": redact,
+        "agent": s.agent if s else None,
+        "messages": [{"id": m.id, "role": m.role, "tokens": m.tokens, "content": m.content,
+                      "tool_calls": calls.get(m.id, []), "tool_call_id": m.tool_call_id}
+                     for m in c.messages],
+        "usage": [asdict(u) for u in s.usage] if s else [],
+        "compactions": [asdict(x) for x in s.compactions] if s else [],
+    }
