@@ -108,11 +108,13 @@ def add_agent_compactions(fig: go.Figure, conv: Conversation, *, start: int = 0,
     calls = [u for u in session.usage if lo <= u.index <= hi]
     if calls:
         fig.add_trace(go.Scatter(
-            x=[u.index for u in calls], y=[u.prompt_tokens for u in calls], mode="markers",
+            x=np.fromiter((u.index for u in calls), np.int64, len(calls)),
+            y=np.fromiter((u.prompt_tokens for u in calls), np.int64, len(calls)),
+            mode="markers",
             name="reported prompt (provider)",
             marker={"symbol": "circle", "size": 5, "color": REPORTED_COLOR},
             hovertemplate="call at add step %{x}<br>reported prompt %{y:,} tokens<extra></extra>"))
-    top = max([int(window.max())] + [u.prompt_tokens for u in calls])
+    top = max([int(window.max())] + [u.prompt_tokens for u in calls])  # O(calls)
     current = fig.layout.yaxis.range
     if current is not None and top * 1.08 + 1 > current[1]:
         fig.update_layout(yaxis={"range": [0, top * 1.08 + 1]})
@@ -179,16 +181,18 @@ def usage_figure(frame: pd.DataFrame) -> go.Figure:
     if frame.empty:
         fig.update_layout(title="This session reports no usage")
         return fig
-    x = frame["turn"]
+    x = frame["turn"].to_numpy()
     for name in ("cache reads", "cache writes", "input"):
-        fig.add_trace(go.Bar(x=x, y=frame[name], name=f"{name} (reported)",
+        fig.add_trace(go.Bar(x=x, y=frame[name].to_numpy(), name=f"{name} (reported)",
                              marker_color=USAGE_COLORS[name],
                              hovertemplate=f"turn %{{x}}<br>{name} %{{y:,}} tokens<extra></extra>"))
-    fig.add_trace(go.Scatter(x=x, y=frame["convmem count"], name="convmem count of the prompt",
+    fig.add_trace(go.Scatter(x=x, y=frame["convmem count"].to_numpy(),
+                             name="convmem count of the prompt",
                              mode="lines+markers", line={"color": "#333333", "width": 1.5},
                              marker={"size": 4},
                              hovertemplate="turn %{x}<br>convmem %{y:,} tokens<extra></extra>"))
-    fig.add_trace(go.Scatter(x=x, y=frame["output"], name="output (reported)", mode="lines",
+    fig.add_trace(go.Scatter(x=x, y=frame["output"].to_numpy(), name="output (reported)",
+                             mode="lines",
                              line={"color": USAGE_COLORS["output"], "dash": "dot"},
                              hovertemplate="turn %{x}<br>output %{y:,} tokens<extra></extra>"))
     fig.update_layout(barmode="stack", title="Reported usage per call beside convmem's count",

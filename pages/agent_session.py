@@ -25,6 +25,7 @@ from convmem_dashboard.agent_view import (
     usage_figure,
     usage_frame,
 )
+from convmem_dashboard import cache_agent as ca
 from convmem_dashboard.data import current_dataset
 from convmem_dashboard.entry import require_entry
 from convmem_dashboard.export_safety import download_csv, download_json
@@ -44,17 +45,27 @@ st.caption(
 )
 
 
-def show(conv, key: str) -> None:
-    """Every view of one session conversation (``key`` keeps widget keys apart)."""
+def show(conv, key: str, dataset_key: str | None = None) -> None:
+    """Every view of one session conversation (``key`` keeps widget keys apart); with a
+    ``dataset_key`` the usage and the calibration come from the cache (cache_agent)."""
     st.caption(session_caption(conv))
-    frame = usage_frame(conv)
-    st.plotly_chart(usage_figure(frame), key=f"{key}_usage_fig")
+    if dataset_key is not None:
+        frame, figure = ca.get_usage(dataset_key, conv.id)
+        cal = ca.get_calibration(dataset_key, conv.id)
+    else:  # a followed file: it changes, nothing to reuse
+        frame = usage_frame(conv)
+        figure = usage_figure(frame)
+        try:
+            cal = calibrate(conv)
+        except ValueError as exc:
+            cal = f"Cannot calibrate on this session: {exc}."
+    st.plotly_chart(figure, key=f"{key}_usage_fig")
     st.dataframe(frame, hide_index=True, key=f"{key}_usage_table")
     st.subheader("Calibration of the approximate counter")
-    try:
-        st.text("\n".join(calibration_lines(calibrate(conv))))
-    except ValueError as exc:
-        st.info(f"Cannot calibrate on this session: {exc}.")
+    if isinstance(cal, str):
+        st.info(cal)
+    else:
+        st.text("\n".join(calibration_lines(cal)))
     st.subheader("Cost of the reported calls")
     pc = st.columns(4)
     prices = Prices(
@@ -107,7 +118,7 @@ with tab_data:
             st.session_state.pop("agent_conv", None)
         conv_id = st.selectbox("Session conversation", ids, key="agent_conv",
                                help="Sub-agent sidechains are conversations of their own.")
-        show(convs[conv_id], "data")
+        show(convs[conv_id], "data", dataset.key)
 
 with tab_live:
     roots = allowed_roots()
