@@ -295,3 +295,41 @@ def test_redaction_keeps_shape_and_tokens_and_drops_content():
     out = dump_conversations([red], "claude-code") + dump_conversations([red], "openai-chat")
     for secret in ("flaky", "test_x", "/home/dev", "sleep", "Fixed", "suite"):
         assert secret not in out
+
+
+def test_a_sub_agent_file_alone_is_one_conversation_linked_to_its_session():
+    """Newer Claude Code writes each sub-agent to agent-<id>.jsonl: every record a sidechain."""
+    recs = [{"parentUuid": None, "isSidechain": True, "agentId": "a1b2", "sessionId": "S9",
+             "type": "user", "uuid": "q1", "message": {"role": "user", "content": "Explore"}},
+            {"parentUuid": "q1", "isSidechain": True, "agentId": "a1b2", "sessionId": "S9",
+             "type": "assistant", "uuid": "q2", "message": {
+                 "id": "m", "role": "assistant", "content": [{"type": "text", "text": "done"}],
+                 "usage": {"input_tokens": 7, "output_tokens": 1}}}]
+    r = parse_conversations("\n".join(json.dumps(x) for x in recs) + "\n", counter=Words())
+    assert [c.id for c in r] == ["a1b2"]
+    s = session_of(r[0])
+    assert (s.parent_id, s.parent_message_id) == ("S9", None)
+    assert s.usage == (ReportedUsage(1, "q2", 7, 0, 0, 1, 0, 2),)
+
+
+@pytest.mark.parametrize("name", ["claude_code_session.jsonl", "codex_rollout.jsonl"])
+def test_any_prefix_of_a_session_loads_or_is_a_format_error(name):
+    """A session read while being written, cut at any byte: never anything but a FormatError,
+    and every message loaded is a message of the whole file (same id, role and content)."""
+    text = (DATA / name).read_text()
+    full = {m.id: (m.role, m.content) for c in parse_conversations(text, counter=Words())
+            for m in c.messages}
+    loaded = 0
+    for cut in range(1, len(text), 3):
+        try:
+            r = parse_conversations(text[:cut], counter=Words())
+        except FormatError:
+            continue
+        for c in r:
+            for m in c.messages:
+                loaded += 1
+                role, content = full[m.id]
+                assert m.role == role
+                # a cut inside the last line leaves that line out, never a part of it
+                assert m.content == content, (cut, m.id)
+    assert loaded > 0
