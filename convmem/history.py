@@ -201,14 +201,14 @@ class ClearToolUses:
         exclude_tools: tool names whose results are never cleared (a tuple of str; the name of a
             result is looked up by its ``tool_call_id`` in History's ``tool_names``).
         placeholder: the text a cleared result carries.
-        placeholder_tokens: the placeholder's token count (int >= 0; 3 for ``"[cleared]"`` in
-            o200k_base and cl100k_base).
+        placeholder_tokens: the placeholder's token count (int >= 0; 4 for ``"[cleared]"`` in
+            o200k_base and cl100k_base, measured with tiktoken).
 
     Raises:
         TypeError / ValueError: a field of the wrong type or a negative count (naming the field).
 
     >>> ClearToolUses(trigger=50, keep=1)
-    ClearToolUses(trigger=50, keep=1, clear_at_least=0, exclude_tools=(), placeholder='[cleared]', placeholder_tokens=3)
+    ClearToolUses(trigger=50, keep=1, clear_at_least=0, exclude_tools=(), placeholder='[cleared]', placeholder_tokens=4)
     >>> ClearToolUses(keep=-1)
     Traceback (most recent call last):
     ...
@@ -220,7 +220,7 @@ class ClearToolUses:
     clear_at_least: int = 0
     exclude_tools: tuple[str, ...] = ()
     placeholder: str = DEFAULT_PLACEHOLDER
-    placeholder_tokens: int = 3
+    placeholder_tokens: int = 4
 
     def __post_init__(self) -> None:
         for name in ("trigger", "keep", "clear_at_least", "placeholder_tokens"):
