@@ -36,6 +36,9 @@ from .conversations import (
 from .eviction import EvictionStep, evict_conversations, eviction_curve, explain_eviction, kept_from
 from .history import (
     DROP_REASONS,
+    ClearedMessage,
+    Clearing,
+    ClearToolUses,
     Compaction,
     DroppedMessage,
     History,
@@ -76,6 +79,9 @@ __all__ = [
     "ApproxCounter",
     "CallRecord",
     "check_text",
+    "ClearedMessage",
+    "Clearing",
+    "ClearToolUses",
     "Compaction",
     "CompactionLog",
     "context_at",
