@@ -184,3 +184,32 @@ def test_replay_marks_clearings_and_cache_breaks():
     # sweep_limits' stats-only pass equals replay's, clearing and drops together.
     for row in sweep_limits(msgs, HistorySettings(300, clear_trigger=250, clear_keep=1), [150, 300, 600]):
         assert row.stats == replay(msgs, HistorySettings(row.limit, clear_trigger=250, clear_keep=1)).stats
+
+
+# ------------------------------------------------------------------ the real retail conversations
+
+
+@pytest.mark.realdata
+def test_real_retail_drop_summarize_clear(tau_retail_file):
+    """benchmarks/bench_clearing.py's figures at trigger 3,000 tokens, keep 3 and keep 1 (measured
+    once, asserted exactly; docs/decisions.md "Clearing" discusses them)."""
+    import sys
+    from pathlib import Path
+
+    sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "benchmarks"))
+    from bench_clearing import rows
+
+    from convmem import load_conversations
+    from convmem.tokens import make_counter
+
+    counter = make_counter(per_message_overhead=0)
+    convs = load_conversations(tau_retail_file, counter=counter)
+    table = rows(convs, counter.count_text, settings=[(3000, 3), (3000, 1)])
+    got = {(t, k, name): (sent, breaks, dropped, cleared) for t, k, name, sent, breaks, dropped, cleared in table}
+    assert got[(None, None, "none")] == (11_920_173, 0, 0, 0)
+    assert got[(3000, 3, "drop")] == (7_773_861, 464, 2_510, 0)
+    assert got[(3000, 3, "summarize")] == (7_840_863, 449, 2_620, 0)
+    assert got[(3000, 3, "clear")] == (7_884_482, 488, 2_374, 363)
+    assert got[(3000, 3, "clear+")] == (7_770_039, 462, 2_510, 6)
+    assert got[(3000, 1, "clear")] == (8_204_768, 571, 1_824, 732)
+    assert got[(3000, 1, "clear+")] == (7_864_011, 465, 2_470, 167)
