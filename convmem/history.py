@@ -62,6 +62,8 @@ __all__ = [
     "Clearing",
     "ClearedMessage",
     "CLEAR_TOOL_RESULTS",
+    "CLEAR_THINKING",
+    "ClearThinking",
     "DEFAULT_PLACEHOLDER",
 ]
 
@@ -88,6 +90,8 @@ TRIGGER_ARRIVAL = "arrival"
 
 #: Why a clearing ran: the total passed :attr:`ClearToolUses.trigger` (tool results cleared).
 CLEAR_TOOL_RESULTS = "tool_results"
+#: Why a clearing ran: more than :attr:`ClearThinking.keep` messages carry thinking (cleared).
+CLEAR_THINKING = "thinking"
 #: LangChain's ``ClearToolUsesEdit`` placeholder (``DEFAULT_TOOL_PLACEHOLDER = "[cleared]"``).
 DEFAULT_PLACEHOLDER = "[cleared]"
 
@@ -240,6 +244,34 @@ class ClearToolUses:
 
 
 @dataclass(frozen=True, slots=True)
+class ClearThinking:
+    """Context editing: clear the thinking of all but the newest ``keep`` thinking turns.
+
+    A thinking turn is a kept assistant message with thinking tokens (History's ``thinking``
+    mapping: message id -> how many of its tokens are thinking / reasoning: an Anthropic turn's
+    ``thinking`` blocks, or the whole of an OpenAI Responses ``reasoning`` item, see
+    :func:`convmem.replay.thinking_tokens_of`). Clearing replaces the message by one with those
+    tokens removed (content ``""`` when it was all thinking); it runs on every add, with no trigger
+    and no minimum, as Anthropic's ``clear_thinking_20251015`` (``keep`` thinking turns, default
+    1: what the API keeps when the edit is not configured; docs.claude.com, context editing).
+
+    Attributes:
+        keep: the newest ``keep`` thinking turns keep their thinking (int >= 0).
+
+    >>> ClearThinking()
+    ClearThinking(keep=1)
+    """
+
+    keep: int = 1
+
+    def __post_init__(self) -> None:
+        if isinstance(self.keep, bool) or not isinstance(self.keep, int):
+            raise TypeError(f"ClearThinking keep must be an int (not bool), got {self.keep!r}")
+        if self.keep < 0:
+            raise ValueError(f"ClearThinking keep must be a non-negative int, got {self.keep!r}")
+
+
+@dataclass(frozen=True, slots=True)
 class ClearedMessage:
     """One message a clearing replaced by its placeholder.
 
@@ -262,8 +294,8 @@ class Clearing:
 
     Attributes:
         step: the 0-based index of the add after which it ran; message_id: that add's message.
-        reason: :data:`CLEAR_TOOL_RESULTS`.
-        trigger: the :attr:`ClearToolUses.trigger` the total passed (tokens).
+        reason: :data:`CLEAR_TOOL_RESULTS` or :data:`CLEAR_THINKING`.
+        trigger: the :attr:`ClearToolUses.trigger` the total passed (tokens); 0 for thinking.
         total_before: the total right after the add, before clearing (tokens).
         total_after: the total after clearing (before any drop of the same add).
         cleared: the cleared messages, oldest first.
@@ -411,6 +443,10 @@ class History:
         "_originals",
         "_clearings",
         "_exclude",
+        "_clear_thinking",
+        "_thinking",
+        "_think_queue",
+        "_think_live",
     )
 
     def __init__(
@@ -429,6 +465,8 @@ class History:
         clear: ClearToolUses | None = None,
         tool_names: Mapping[str, str] | None = None,
         on_clearing: Callable[[Clearing], object] | None = None,
+        clear_thinking: ClearThinking | None = None,
+        thinking: Mapping[str, int] | None = None,
     ) -> None:
         self._limit = _check_int("limit", limit)
         if target is not None:
@@ -470,6 +508,14 @@ class History:
         if on_clearing is not None and not callable(on_clearing):
             raise TypeError(f"History on_clearing must be callable, got {on_clearing!r}")
         self._clear = clear
+        if clear_thinking is not None and not isinstance(clear_thinking, ClearThinking):
+            raise TypeError(f"History clear_thinking must be a ClearThinking or None, got {clear_thinking!r}")
+        if thinking is not None and not isinstance(thinking, Mapping):
+            raise TypeError(f"History thinking must be a mapping of message id -> thinking tokens, got {thinking!r}")
+        self._clear_thinking = clear_thinking
+        self._thinking = thinking if thinking is not None else {}
+        self._think_queue: deque[list] = deque()  # kept thinking turns not yet cleared, oldest first
+        self._think_live: dict[int, int] = {}  # seq -> thinking tokens of the live entries
         self._exclude = frozenset(clear.exclude_tools) if clear is not None else frozenset()
         self._tool_names = tool_names
         self._on_clearing = on_clearing
@@ -512,6 +558,7 @@ class History:
         # No policy on: add takes the base path (the seed's rule, inlined).
         self._plain = not (
             pin_system or pin_latest_user or keep_tool_groups or start_on_user or summarizer or clear
+            or clear_thinking
         )
 
     # ------------------------------------------------------------------ reading
@@ -689,7 +736,8 @@ class History:
             return out
         # With clearing on, an item is a list so a clearing can swap its message in place (the run,
         # a tool group and the clearing queues share the one item).
-        item = (step, message) if self._clear is None else [step, message]
+        clearing = self._clear is not None or self._clear_thinking is not None
+        item = [step, message] if clearing else (step, message)
         role = message.role
         peak = self._total + message.tokens  # the total with it appended, before any drop
         dropped: list[tuple[_Item, str]] | None = None
@@ -744,6 +792,12 @@ class History:
         ids.add(message_id)
         total = self._total = self._total + message.tokens
         self._kept_count += 1
+        if self._clear_thinking is not None and role == "assistant":
+            think = min(self._thinking.get(message_id, 0), message.tokens)
+            if think > 0:
+                freed = self._think_pass(item, think, step)
+                peak -= freed
+                total = self._total
         clear = self._clear
         if clear is not None:
             # Context editing first (docs/decisions.md, "Clearing"): clear old tool results in
@@ -865,6 +919,34 @@ class History:
             self._on_clearing(record)
         return before - self._total
 
+    def _think_pass(self, item: list, think: int, step: int) -> int:
+        """A new thinking turn: clear the thinking of the oldest beyond ``keep``. Amortized O(1)."""
+        assert self._clear_thinking is not None
+        live = self._think_live
+        live[item[0]] = think
+        queue = self._think_queue
+        queue.append(item)
+        before = self._total
+        cleared = []
+        while len(live) > self._clear_thinking.keep:
+            x = queue.popleft()
+            t = live.pop(x[0], None)
+            if t is None:
+                continue  # dropped while waiting
+            m = x[1]
+            x[1] = Message(m.id, m.role, m.tokens - t, content="" if t == m.tokens else m.content,
+                           tool_call_ids=m.tool_call_ids)
+            self._originals[m.id] = m
+            self._total -= t
+            cleared.append(ClearedMessage(m.id, m.role, m.tokens, m.tokens - t, x[0]))
+        if not cleared:
+            return 0
+        record = Clearing(step, item[1].id, CLEAR_THINKING, 0, before, self._total, tuple(cleared))
+        self._clearings.append(record)
+        if self._on_clearing is not None:
+            self._on_clearing(record)
+        return before - self._total
+
     def _attach_sink(self, sink: Callable[[tuple], object]) -> None:
         """Package-internal: receive each raw record ``(step, message_id, trigger, total_before,
         total_after, [((seq, message), reason), ...], SummaryEvent | None)`` without building
@@ -955,6 +1037,12 @@ class History:
         dropped.append((item, reason))
         if self._clear is not None and m.role == "tool":
             self._forget_tool(item)
+        elif self._clear_thinking is not None and m.role == "assistant":
+            if self._think_live.pop(seq, None) is None:
+                self._originals.pop(m.id, None)
+            queue = self._think_queue
+            while queue and queue[0][0] not in self._think_live:
+                queue.popleft()
         if self._group_of:
             group = self._group_of.pop(seq, None)
             if group is not None:

@@ -137,6 +137,8 @@ class ReferenceHistory:
     clear: object = None
     tool_names: dict | None = None
     clearings: list[RefClearing] = field(default_factory=list)
+    clear_thinking: object = None  # a ClearThinking-like object (keep)
+    thinking: dict | None = None  # message id -> thinking tokens
 
     # ----------------------------------------------------------------- derived values, re-computed
 
@@ -244,6 +246,28 @@ class ReferenceHistory:
         # Rule 3: append.
         self.kept.append(e)
         total_before = total_at_start + m.tokens
+
+        # Rule 3a: thinking (context editing). When an assistant message with thinking arrives, every
+        # kept thinking turn not yet cleared but the newest `keep` loses its thinking tokens
+        # (content "" when the message was all thinking). No trigger, no minimum.
+        think = self.thinking or {}
+        if self.clear_thinking is not None and m.role == "assistant" and min(think.get(m.id, 0), m.tokens) > 0:
+            turns = [k for k in self.kept if k.msg.role == "assistant" and k.original is None
+                     and min(think.get(k.msg.id, 0), k.msg.tokens) > 0]
+            old = turns[: max(0, len(turns) - self.clear_thinking.keep)]
+            if old:
+                before = self.total()
+                for k in old:
+                    t = min(think[k.msg.id], k.msg.tokens)
+                    k.original = k.msg
+                    k.msg = Message(k.msg.id, "assistant", k.msg.tokens - t,
+                                    content="" if t == k.msg.tokens else k.msg.content,
+                                    tool_call_ids=k.msg.tool_call_ids)
+                self.clearings.append(RefClearing(
+                    e.seq, m.id, 0, before, self.total(),
+                    tuple(RefCleared(k.msg.id, "assistant", k.original.tokens, k.msg.tokens, k.seq) for k in old),
+                ))
+                total_before -= before - self.total()
 
         # Rule 3b: clearing (context editing), before any drop. Over the clearing trigger, every kept
         # tool result not yet cleared except the newest `keep` of them (excluded tools' results
@@ -438,7 +462,12 @@ def check_invariants(
     pos = {m.id: i for i, m in enumerate(added)}
     seqs = [pos[m.id] for m in live]
     for s, m in zip(seqs, live):
-        if h.is_cleared(m.id):
+        if h.is_cleared(m.id) and m.role == "assistant":
+            # Its thinking cleared: fewer tokens, the calls stay, the original stays reachable.
+            o = h.original(m.id)
+            assert o is added[s] or o == added[s]
+            assert m.tool_call_ids == o.tool_call_ids and m.tokens < o.tokens
+        elif h.is_cleared(m.id):
             # A cleared tool result: its placeholder is sent, the original stays reachable.
             c = h.clear
             assert (m.role, m.tokens, m.content) == ("tool", c.placeholder_tokens, c.placeholder), m

@@ -213,3 +213,30 @@ def test_real_retail_drop_summarize_clear(tau_retail_file):
     assert got[(3000, 3, "clear+")] == (7_770_039, 462, 2_510, 6)
     assert got[(3000, 1, "clear")] == (8_204_768, 571, 1_824, 732)
     assert got[(3000, 1, "clear+")] == (7_864_011, 465, 2_470, 167)
+
+
+def test_thinking_cleared_keeping_the_newest_turns():
+    # An OpenAI reasoning item (all thinking) and Anthropic-style turns (part thinking, with calls).
+    msgs = [
+        M("u", "user", 10),
+        M("r0", "assistant", 50, content="reasoning summary"),
+        M("a0", "assistant", 40, content="text", tool_call_ids=("c0",)),
+        M("t0", "tool", 5, tool_call_id="c0"),
+        M("a1", "assistant", 40, content="text", tool_call_ids=("c1",)),
+        M("t1", "tool", 5, tool_call_id="c1"),
+    ]
+    thinking = {"r0": 50, "a0": 30, "a1": 25}
+    from convmem.history import CLEAR_THINKING, ClearThinking
+
+    h, _ = run_lockstep(msgs, limit=1000, keep_tool_groups=True, clear_thinking=ClearThinking(1), thinking=thinking)
+    assert [(c.step, c.reason, c.cleared_ids, c.freed_tokens) for c in h.clearings] == [
+        (2, CLEAR_THINKING, ["r0"], 50), (4, CLEAR_THINKING, ["a0"], 30)
+    ]
+    sent = {m.id: m for m in h.context()}
+    assert (sent["r0"].tokens, sent["r0"].content) == (0, "")  # all thinking: nothing left of it
+    assert (sent["a0"].tokens, sent["a0"].content, sent["a0"].tool_call_ids) == (10, "text", ("c0",))
+    assert sent["a1"].tokens == 40 and h.original("a0") is msgs[2]
+    assert h.total() == 10 + 0 + 10 + 5 + 40 + 5
+    # keep=2: only r0 loses its thinking.
+    h2, _ = run_lockstep(msgs, limit=1000, clear_thinking=ClearThinking(2), thinking=thinking)
+    assert [c.cleared_ids for c in h2.clearings] == [["r0"]]

@@ -26,7 +26,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from convmem import Message
-from convmem.history import ClearToolUses
+from convmem.history import ClearThinking, ClearToolUses
 from reference_history import POLICY_FLAGS, run_lockstep
 
 SETTINGS = settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])
@@ -129,6 +129,16 @@ def tool_names_of(msgs: list[Message]) -> dict[str, str]:
     return names
 
 
+def thinking_of(msgs: list[Message]) -> dict[str, int]:
+    """Message id -> thinking tokens: every third assistant message is all thinking (an OpenAI
+    reasoning item), every third has half its tokens thinking (an Anthropic turn)."""
+    out: dict[str, int] = {}
+    for i, m in enumerate(msgs):
+        if m.role == "assistant" and i % 3 != 2:
+            out.setdefault(m.id, m.tokens if i % 3 == 0 else m.tokens // 2)
+    return out
+
+
 @st.composite
 def clear_settings(draw, limit: int) -> ClearToolUses:
     return ClearToolUses(
@@ -169,8 +179,12 @@ def scenarios(draw, max_len: int = 30):
         policy["records"] = records  # History's record cap; on_compaction still sees every record
     msgs = draw(conversations(limit, max_len, TOOL_KINDS if clearing and draw(st.booleans()) else KINDS))
     if clearing:
-        policy["clear"] = draw(clear_settings(limit))
-        policy["tool_names"] = tool_names_of(msgs)
+        if draw(st.booleans()):
+            policy["clear"] = draw(clear_settings(limit))
+            policy["tool_names"] = tool_names_of(msgs)
+        if draw(st.booleans()):
+            policy["clear_thinking"] = ClearThinking(draw(st.integers(0, 2)))
+            policy["thinking"] = thinking_of(msgs)
     return policy, summary, msgs
 
 
@@ -210,6 +224,9 @@ def test_every_flag_combination(combo, clear, data):
     if clear:
         policy["clear"] = data.draw(clear_settings(limit), label="clear")
         policy["tool_names"] = tool_names_of(msgs)
+        if data.draw(st.booleans(), label="thinking"):
+            policy["clear_thinking"] = ClearThinking(data.draw(st.integers(0, 2), label="keep thinking"))
+            policy["thinking"] = thinking_of(msgs)
     run_lockstep(msgs, **policy, **summary)
 
 
@@ -257,7 +274,10 @@ def test_invariants_clearing_all_policies_on(arg):
         target=limit // 2,
         clear=ClearToolUses(trigger=limit // 3, keep=2, exclude_tools=("keepme",), placeholder_tokens=1),
         tool_names=tool_names_of(msgs),
+        clear_thinking=ClearThinking(1),
+        thinking=thinking_of(msgs),
     )
     kept = len(h)
     assert len(h._tstate) <= kept and h._tail_live <= 2
-    assert len(h._originals) <= kept
+    assert len(h._originals) <= kept and len(h._think_live) <= 1
+    assert len(h._think_queue) <= kept + 1
