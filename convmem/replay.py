@@ -26,6 +26,7 @@ from typing import overload
 from .history import (
     TRIGGER_ARRIVAL,
     Clearing,
+    ClearThinking,
     ClearToolUses,
     Compaction,
     History,
@@ -44,6 +45,8 @@ __all__ = [
     "replay",
     "sweep_limits",
     "context_at",
+    "tool_names_of",
+    "thinking_tokens_of",
 ]
 
 
@@ -59,6 +62,9 @@ class HistorySettings:
     with that trigger, ``clear_keep``, ``clear_at_least``, ``exclude_tools`` and
     ``placeholder_tokens`` (Anthropic's / LangChain's defaults: keep 3, clear_at_least 0). Clearing
     runs first; drops and the summary only when the total is still over the limit.
+    ``clear_thinking_keep`` set (an int) clears the thinking of all but that many newest thinking
+    turns (:class:`~convmem.ClearThinking`; the thinking tokens come from the ``thinking`` mapping
+    given to :meth:`build` / :func:`replay`, e.g. :func:`thinking_tokens_of`).
     """
 
     limit: int
@@ -73,6 +79,7 @@ class HistorySettings:
     clear_at_least: int = 0
     exclude_tools: tuple[str, ...] = ()
     placeholder_tokens: int = 4
+    clear_thinking_keep: int | None = None
 
     @property
     def clear(self) -> ClearToolUses | None:
@@ -87,7 +94,9 @@ class HistorySettings:
             placeholder_tokens=self.placeholder_tokens,
         )
 
-    def build(self, count_tokens=None, on_compaction=None, *, tool_names=None, on_clearing=None) -> History:
+    def build(
+        self, count_tokens=None, on_compaction=None, *, tool_names=None, on_clearing=None, thinking=None
+    ) -> History:
         """A fresh History with these settings.
 
         ``count_tokens`` (text -> tokens) is the summarizer's counter; ``on_compaction`` and
@@ -110,6 +119,8 @@ class HistorySettings:
             clear=self.clear,
             tool_names=tool_names,
             on_clearing=on_clearing,
+            clear_thinking=None if self.clear_thinking_keep is None else ClearThinking(self.clear_thinking_keep),
+            thinking=thinking,
         )
 
     @classmethod
@@ -246,7 +257,24 @@ def tool_names_of(conversation) -> dict[str, str]:
     return {tc.id: tc.name for tc in conversation.tool_calls}
 
 
-def replay(messages: Sequence[Message], settings: HistorySettings, *, count_tokens=None, tool_names=None) -> Replay:
+def thinking_tokens_of(conversation) -> dict[str, int]:
+    """Message id -> thinking tokens for a :class:`~convmem.Conversation` (for ``thinking``).
+
+    An OpenAI Responses ``reasoning`` item is one assistant message that is all thinking (its
+    tokens). Anthropic ``thinking`` blocks are not counted in a message's tokens by the loader
+    (convmem.formats.anthropic: the API strips earlier turns' thinking), so they add nothing here.
+    O(messages).
+    """
+    out = {}
+    for m, rec in zip(conversation.messages, conversation.records):
+        if m.role == "assistant" and isinstance(rec, dict) and rec.get("type") == "reasoning" and m.tokens:
+            out[m.id] = m.tokens
+    return out
+
+
+def replay(
+    messages: Sequence[Message], settings: HistorySettings, *, count_tokens=None, tool_names=None, thinking=None
+) -> Replay:
     """Add every message to a fresh History built from ``settings``; record what happened.
 
     O(n) plus History's own cost (amortized O(1) per add plus drops). Message ids must be unique
@@ -257,19 +285,21 @@ def replay(messages: Sequence[Message], settings: HistorySettings, *, count_toke
     gc_was_enabled = gc.isenabled()
     gc.disable()  # bulk allocation of acyclic records: the cyclic GC's scans only cost time here
     try:
-        return _replay(messages, settings, count_tokens, tool_names)
+        return _replay(messages, settings, count_tokens, tool_names, thinking)
     finally:
         if gc_was_enabled:
             gc.enable()
 
 
-def _replay(messages: Sequence[Message], settings: HistorySettings, count_tokens, tool_names=None) -> Replay:
+def _replay(
+    messages: Sequence[Message], settings: HistorySettings, count_tokens, tool_names=None, thinking=None
+) -> Replay:
     """The work of :func:`replay` (the GC is paused around it)."""
     if not isinstance(settings, HistorySettings):
         raise TypeError(f"replay settings must be a HistorySettings, got {settings!r}")
     raw_records: list[tuple] = []
     clearings: list[Clearing] = []
-    history = settings.build(count_tokens, tool_names=tool_names, on_clearing=clearings.append)
+    history = settings.build(count_tokens, tool_names=tool_names, on_clearing=clearings.append, thinking=thinking)
     history._attach_sink(raw_records.append)
     seen: dict[str, int] = {}
     for i, m in enumerate(messages):
@@ -302,8 +332,8 @@ def _replay(messages: Sequence[Message], settings: HistorySettings, count_tokens
         if total > settings.limit:
             over += 1
         cleared_now = False
-        if len(clearings) != cleared_before:
-            for c in clearings[-1].cleared:
+        for record in clearings[cleared_before:]:  # thinking and tool results: up to two per add
+            for c in record.cleared:
                 cleared_at[c.added_step] = step
                 if c.added_step < step:
                     cleared_now = True  # the prompt changes at the first cleared message
@@ -370,7 +400,13 @@ def _replay(messages: Sequence[Message], settings: HistorySettings, count_tokens
 
 
 def context_at(
-    messages: Sequence[Message], settings: HistorySettings, step: int, *, count_tokens=None, tool_names=None
+    messages: Sequence[Message],
+    settings: HistorySettings,
+    step: int,
+    *,
+    count_tokens=None,
+    tool_names=None,
+    thinking=None,
 ) -> list[Message]:
     """The exact context (summary included) right after add number ``step`` (0-based).
 
@@ -380,7 +416,7 @@ def context_at(
         raise TypeError(f"context_at step must be an int, got {step!r}")
     if not 0 <= step < len(messages):
         raise ValueError(f"context_at step must be in [0, {len(messages) - 1}], got {step}")
-    history = settings.build(count_tokens, tool_names=tool_names)
+    history = settings.build(count_tokens, tool_names=tool_names, thinking=thinking)
     for m in messages[: step + 1]:
         history.add(m)
     return history.context()
@@ -401,6 +437,7 @@ def sweep_limits(
     *,
     count_tokens=None,
     tool_names=None,
+    thinking=None,
 ) -> list[SweepRow]:
     """Replay under each limit (other settings kept; a target keeps its ratio to the limit).
 
@@ -422,6 +459,7 @@ def sweep_limits(
         or settings.start_on_user
         or settings.summary_budget is not None
         or settings.clear_trigger is not None
+        or settings.clear_thinking_keep is not None
     )
     tokens = [m.tokens for m in messages] if plain else None
     gc_was_enabled = gc.isenabled()
@@ -440,7 +478,7 @@ def sweep_limits(
                 assert tokens is not None
                 stats = _plain_stats(tokens, s)
             else:
-                stats = _history_stats(messages, s, count_tokens, tool_names)
+                stats = _history_stats(messages, s, count_tokens, tool_names, thinking)
             rows.append(SweepRow(limit, stats))
     finally:
         if gc_was_enabled:
@@ -503,7 +541,9 @@ def _plain_stats(tokens: list[int], settings: HistorySettings) -> ReplayStats:
     )
 
 
-def _history_stats(messages: Sequence[Message], settings: HistorySettings, count_tokens, tool_names=None) -> ReplayStats:
+def _history_stats(
+    messages: Sequence[Message], settings: HistorySettings, count_tokens, tool_names=None, thinking=None
+) -> ReplayStats:
     """ReplayStats of a replay through History, folding each compaction into running sums.
 
     The same reading of each raw record as :func:`replay` (prefix changes, summary outcomes), with
@@ -519,7 +559,7 @@ def _history_stats(messages: Sequence[Message], settings: HistorySettings, count
         if any(x.added_step < current[0] for x in c.cleared):
             clear_acc[3] = current[0]
 
-    history = settings.build(count_tokens, tool_names=tool_names, on_clearing=on_clearing)
+    history = settings.build(count_tokens, tool_names=tool_names, on_clearing=on_clearing, thinking=thinking)
     limit = settings.limit
     acc = [0, 0, 0, 0, 0, 0]  # compactions, dropped, dropped tokens, prefix, accepted, rejected
 

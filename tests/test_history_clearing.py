@@ -240,3 +240,30 @@ def test_thinking_cleared_keeping_the_newest_turns():
     # keep=2: only r0 loses its thinking.
     h2, _ = run_lockstep(msgs, limit=1000, clear_thinking=ClearThinking(2), thinking=thinking)
     assert [c.cleared_ids for c in h2.clearings] == [["r0"]]
+
+
+def test_replay_thinking_from_a_responses_conversation():
+    from convmem import parse_conversations
+    from convmem.replay import thinking_tokens_of
+
+    items = [
+        {"type": "message", "role": "user", "content": "hi", "tokens": 5},
+        {"type": "reasoning", "id": "rs_1", "summary": [{"type": "summary_text", "text": "plan"}], "tokens": 30},
+        {"type": "message", "role": "assistant", "content": "ok", "tokens": 3},
+        {"type": "message", "role": "user", "content": "more", "tokens": 5},
+        {"type": "reasoning", "id": "rs_2", "summary": [{"type": "summary_text", "text": "again"}], "tokens": 20},
+        {"type": "message", "role": "assistant", "content": "done", "tokens": 3},
+    ]
+    import json
+
+    (c,) = parse_conversations(json.dumps(items))
+    thinking = thinking_tokens_of(c)
+    tokens = {m.id: m.tokens for m in c.messages}
+    assert thinking == {"rs_1": tokens["rs_1"], "rs_2": tokens["rs_2"]} and min(thinking.values()) > 0
+    s = HistorySettings(1000, clear_thinking_keep=1)
+    r = replay(c.messages, s, thinking=thinking)
+    assert [x.cleared_ids for x in r.clearings] == [["rs_1"]] and r.cleared_at[1] == 4
+    assert r.totals[-1] == c.total_tokens - tokens["rs_1"] and r.stats.prefix_changes == 1
+    assert r.final_context[1].content == "" and r.final_context[4].tokens == tokens["rs_2"]
+    (row,) = sweep_limits(c.messages, s, [1000], thinking=thinking)
+    assert row.stats == r.stats
