@@ -376,6 +376,14 @@ class History:
         records: how many of the latest compaction records ``compactions`` keeps (default 1024;
             None keeps all). A long-running agent's memory stays bounded; ``on_compaction`` sees
             every record regardless.
+        clear: a :class:`ClearToolUses`: context editing before any drop. Past its trigger, old
+            tool results are replaced in place by a placeholder (see there; records in
+            ``clearings``, ``on_clearing``; :meth:`original` gives back a cleared message).
+        tool_names: call id -> tool name, for ``clear.exclude_tools`` (the caller's mapping).
+        on_clearing: optional callback receiving each :class:`Clearing` as it happens.
+        clear_thinking: a :class:`ClearThinking`: the thinking of all but the newest ``keep``
+            thinking turns is cleared.
+        thinking: message id -> how many of its tokens are thinking (for ``clear_thinking``).
 
     Kept is always the newest contiguous run of messages (a suffix, less the tool results dropped
     with their call) plus pinned messages, in conversation order. Pinned messages are kept even when
