@@ -161,6 +161,12 @@ PARAMS: dict[str, Param] = dict(
         _p("sweep", "bool"),
         _p("sw_n", "int", lo=5, hi=40, default=20, step=1),
         _p("pg", "int", lo=1, hi=COUNT_MAX),  # hi: table pages
+        # Token budget: clearing (issue 11; convmem_dashboard.clearing_view)
+        _p("clr", "bool", default=False),
+        _p("clr_trig", "int", lo=0, hi=MAX_TOKENS, clearable=True),
+        _p("clr_keep", "int", lo=0, hi=1000, default=3, step=1),
+        _p("clr_min", "int", lo=0, hi=MAX_TOKENS, default=0),
+        _p("b_clr", "bool", default=False),
         # Listing eviction
         _p("shopper", "text"),
         _p("cap", "int", lo=0, hi=COUNT_MAX),  # hi: the dataset's most distinct ids
