@@ -286,9 +286,8 @@ def unchanged_prefix_tokens(result: Replay) -> tuple[int, ...]:
     count_below = 0
     summary: Message | None = None
     frontier = -1
-    out = [0] * n
-    r = 0  # the next record
-    n_raw = len(raw)
+    # A step without a record only appended: it reuses the whole previous prompt.
+    out = [0, *totals[:-1]]
 
     def seek(t: int) -> None:
         """Move the pointer to the first linked node with seq >= t."""
@@ -304,12 +303,8 @@ def unchanged_prefix_tokens(result: Replay) -> tuple[int, ...]:
             count_below -= 1
         p = k
 
-    for s in range(n):
-        if r >= n_raw or raw[r][0] != s:
-            out[s] = totals[s - 1] if s else 0
-            continue
-        _, _, _, _, _, dropped, event = raw[r]
-        r += 1
+    for record in raw:
+        s, _, _, _, _, dropped, event = record
         removed = [seq for (seq, _m), _why in dropped if seq < s]
         unit = [seq for (seq, _m), why in dropped if why in _UNIT_REASONS]
         new_frontier = max(frontier, max(unit)) if unit else frontier

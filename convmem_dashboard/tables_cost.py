@@ -114,7 +114,7 @@ def step_buckets(cache: PromptCache, max_points: int = 400) -> StepBuckets:
     >>> from convmem import OPENAI_GPT, cache_accounting
     >>> b = step_buckets(cache_accounting([2000] * 5, [0, 2000, 2000, 2000, 2000], OPENAI_GPT), 2)
     >>> b.start.tolist(), b.stop.tolist(), b.cached.tolist(), b.written.tolist()
-    ([0, 3], [2, 4], [3968, 3968], [2032, 64])
+    ([0, 3], [2, 4], [3840, 3840], [2160, 160])
     """
     if max_points < 1:
         raise ValueError(f"step_buckets max_points must be at least 1, got {max_points}")
