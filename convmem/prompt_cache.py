@@ -46,7 +46,7 @@ providers' own pages, as stored by the search index:
 from __future__ import annotations
 
 import math
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, replace
 
 from .history import OVER_LIMIT, START_ON_USER, TOO_BIG
@@ -253,7 +253,9 @@ def prefix_tokens_of_contexts(contexts: Iterable[Sequence[Message]]) -> tuple[in
     return tuple(out)
 
 
-def unchanged_prefix_tokens(result: Replay) -> tuple[int, ...]:
+def unchanged_prefix_tokens(
+    result: Replay, edits: Mapping[int, Sequence[Message]] | None = None
+) -> tuple[int, ...]:
     """Per step, the tokens of the context before step ``s`` that step ``s`` still sends first,
     unchanged (0 at step 0). Equal to :func:`prefix_tokens_of_contexts` over every
     :func:`~convmem.replay.context_at`, in O(n + pinned messages crossed) instead of O(n * context).
@@ -266,9 +268,12 @@ def unchanged_prefix_tokens(result: Replay) -> tuple[int, ...]:
     holding the running sum of kept tokens before it; the pointer only crosses kept messages near
     the oldest end (pins), and each message is unlinked once.
 
-    An extension point for in-place edits (issue 11, clearing): a message whose content changed at
-    step ``s`` is a change at its position exactly like a drop; until History records such edits
-    here, replays with them go through :func:`prefix_tokens_of_contexts`.
+    ``edits`` (for policies that edit messages in place, such as issue 11's clearing): step ->
+    the new versions of messages changed at that step (same ids as messages added before). From
+    that step on the context holds the new version, so the prefix breaks at the first edited
+    message still in the context, like a drop. ``result.totals`` must be the totals *with* the
+    edits (what a History that edits reports). An id that is not a kept message is ignored.
+    Raises KeyError naming the id when it is no message of the replay.
     """
     n = len(result.messages)
     if n == 0:
@@ -288,6 +293,11 @@ def unchanged_prefix_tokens(result: Replay) -> tuple[int, ...]:
     frontier = -1
     # A step without a record only appended: it reuses the whole previous prompt.
     out = [0, *totals[:-1]]
+    alive = [True] * n
+    edits = edits or {}
+    index = {m.id: i for i, m in enumerate(result.messages)} if edits else {}
+    no_drop: tuple = ((), None)
+    steps = {record[0]: (record[5], record[6]) for record in raw}
 
     def seek(t: int) -> None:
         """Move the pointer to the first linked node with seq >= t."""
@@ -303,9 +313,15 @@ def unchanged_prefix_tokens(result: Replay) -> tuple[int, ...]:
             count_below -= 1
         p = k
 
-    for record in raw:
-        s, _, _, _, _, dropped, event = record
+    for s in sorted(steps.keys() | edits.keys()) if edits else list(steps):
+        dropped, event = steps.get(s, no_drop)
+        edited = []
+        for m in edits.get(s, ()):
+            if m.id not in index:
+                raise KeyError(f"unchanged_prefix_tokens edits[{s}] names id {m.id!r}, no message of the replay")
+            edited.append((index[m.id], m))
         removed = [seq for (seq, _m), _why in dropped if seq < s]
+        removed += [seq for seq, _m in edited if seq < s and alive[seq]]
         unit = [seq for (seq, _m), why in dropped if why in _UNIT_REASONS]
         new_frontier = max(frontier, max(unit)) if unit else frontier
         new_summary = summary
@@ -345,6 +361,11 @@ def unchanged_prefix_tokens(result: Replay) -> tuple[int, ...]:
                 count_below -= 1
             nxt[prv[k]] = nxt[k]
             prv[nxt[k]] = prv[k]
+            alive[seq] = False
+        for seq, m in edited:
+            if alive[seq] and seq + 1 < p:
+                below += m.tokens - tokens[seq]
+            tokens[seq] = m.tokens
         summary = new_summary
         frontier = new_frontier
     return tuple(out)

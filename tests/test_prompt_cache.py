@@ -281,3 +281,45 @@ def test_real_retail_conversations_match_brute_force(tau_retail_file, s):
         msgs = list(conv.messages)
         r = replay(msgs, s)
         assert unchanged_prefix_tokens(r) == brute_force(msgs, s), conv.id
+
+
+# ------------------------------------------------------------------- in-place edits (clearing)
+
+
+@settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(scenarios(), st.data())
+def test_in_place_edits_break_the_prefix_at_the_first_edited_message(scenario, data):
+    """What clearing (issue 11) will do: messages of the context replaced by a cleared version
+    (same id). The fast path with ``edits`` equals the brute force over the edited contexts."""
+    msgs, s = scenario
+    try:
+        s.build()
+    except (ValueError, TypeError):
+        return
+    r = replay(msgs, s, count_tokens=words)
+    ids = {m.id for m in msgs}
+    latest: dict[str, Message] = {}
+    edits: dict[int, list[Message]] = {}
+    contexts = []
+    previous: list[Message] = []
+    for step in range(len(msgs)):
+        if step and previous and data.draw(st.booleans(), label=f"edit at {step}"):
+            kept = [m for m in previous if m.id in ids]
+            if kept:
+                chosen = data.draw(st.lists(st.sampled_from(kept), max_size=2, unique_by=lambda m: m.id))
+                new = [replace(m, content=f"[cleared {step}]", tokens=data.draw(st.integers(0, 3))) for m in chosen]
+                edits[step] = new
+                latest.update((m.id, m) for m in new)
+        ctx = [latest.get(m.id, m) if m.id in ids else m for m in context_at(msgs, s, step, count_tokens=words)]
+        contexts.append(ctx)
+        previous = ctx
+    edited = replace(r, totals=tuple(sum(m.tokens for m in c) for c in contexts))
+    assert unchanged_prefix_tokens(edited, edits) == prefix_tokens_of_contexts(contexts)
+
+
+def test_edits_naming_an_unknown_id_raise():
+    msgs = [Message(f"m{i}", "user", 10) for i in range(3)]
+    r = replay(msgs, HistorySettings(100))
+    assert unchanged_prefix_tokens(r, {2: [replace(msgs[0], content="x", tokens=1)]})[2] == 0
+    with pytest.raises(KeyError, match="'nope'"):
+        unchanged_prefix_tokens(r, {1: [Message("nope", "user", 1)]})
