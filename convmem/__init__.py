@@ -57,6 +57,21 @@ from .loading import (
     load_history,
     load_history_with_report,
 )
+from .prompt_cache import (
+    ANTHROPIC_SONNET,
+    OPENAI_GPT,
+    PROVIDERS,
+    CachePricing,
+    CacheTotals,
+    CostSweepRow,
+    PromptCache,
+    cache_accounting,
+    common_prefix_tokens,
+    prefix_tokens_of_contexts,
+    prompt_cache,
+    sweep_limit_costs,
+    unchanged_prefix_tokens,
+)
 from .tail import TailLoad, load_tail
 from .replay import (
     CompactionLog,
@@ -152,6 +167,20 @@ __all__ = [
     "ToolCall",
     "TransientError",
     "UPLOAD_MAX_BYTES",
+    # prompt-cache cost accounting (issue 10 item 7)
+    "ANTHROPIC_SONNET",
+    "OPENAI_GPT",
+    "PROVIDERS",
+    "CachePricing",
+    "CacheTotals",
+    "CostSweepRow",
+    "PromptCache",
+    "cache_accounting",
+    "common_prefix_tokens",
+    "prefix_tokens_of_contexts",
+    "prompt_cache",
+    "sweep_limit_costs",
+    "unchanged_prefix_tokens",
 ]
 
 

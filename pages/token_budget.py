@@ -14,6 +14,7 @@ import streamlit as st
 from convmem import HistorySettings
 from convmem_dashboard import cache_budget as cb
 from convmem_dashboard import clearing_view as cv
+from convmem_dashboard import panel_cost
 from convmem_dashboard.data import current_dataset
 from convmem_dashboard.entry import require_entry
 from convmem_dashboard.export_safety import download_csv, download_json
@@ -360,6 +361,7 @@ with st.expander("Compare with a second setting (B)", expanded=n <= LAZY_MESSAGE
             "Blue = A (the settings above), orange = B; each panel is one metric on its own scale. "
             "Fewer prefix changes means more adds reuse the provider's prompt cache."
         )
+        panel_cost.render(key, conv_id, settings, settings_b)
 
 # ---------------------------------------------------------------------------------------- sweep
 with st.expander("Limit sweep: pick a limit by eye", expanded=n <= LAZY_MESSAGES, key="sweep", bind=URL) as sweep:
@@ -376,6 +378,7 @@ with st.expander("Limit sweep: pick a limit by eye", expanded=n <= LAZY_MESSAGES
             "where compactions stop falling fast; click a point to use its limit."
         )
         st.dataframe(sweep_table(rows), hide_index=True, key="sweep_table", **sweep_view(len(rows)))
+        panel_cost.render_sweep(key, conv_id, settings, limits, limit)
 
 # ---------------------------------------------------------------------------------- every message
 st.subheader("Every message")
