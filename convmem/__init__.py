@@ -59,6 +59,7 @@ from .replay import (
     replay,
     sweep_limits,
 )
+from .safe_limit import SafeLimit, explain_safe_limit, smallest_safe_limit
 from .summarizers import ExtractiveSummarizer, LLMSummarizer
 from .synthetic import generate_conversation, generate_shoppers
 from .tokens import (
@@ -92,6 +93,7 @@ __all__ = [
     "eviction_curve",
     "EvictionStep",
     "explain_eviction",
+    "explain_safe_limit",
     "extract_listing_ids",
     "ExtractiveSummarizer",
     "FormatError",
@@ -120,6 +122,8 @@ __all__ = [
     "replay",
     "ReplayStats",
     "ROLES",
+    "SafeLimit",
+    "smallest_safe_limit",
     "SQLStore",
     "Skipped",
     "STOP_REASONS",
