@@ -59,6 +59,7 @@ from .replay import (
     replay,
     sweep_limits,
 )
+from .outcomes import CallOutcome, DropReason, LoadFailure, StopReason
 from .safe_limit import SafeLimit, explain_safe_limit, smallest_safe_limit
 from .summarizers import ExtractiveSummarizer, LLMSummarizer
 from .synthetic import generate_conversation, generate_shoppers
@@ -75,6 +76,7 @@ from .tokens import (
 
 __all__ = [
     "ApproxCounter",
+    "CallOutcome",
     "CallRecord",
     "check_text",
     "Compaction",
@@ -87,6 +89,7 @@ __all__ = [
     "DEFAULT_MAX_BYTES",
     "DROP_REASONS",
     "DroppedMessage",
+    "DropReason",
     "EncodingUnavailableError",
     "dump_conversations",
     "evict_conversations",
@@ -110,6 +113,7 @@ __all__ = [
     "load_conversations",
     "load_history",
     "load_history_with_report",
+    "LoadFailure",
     "LoadReport",
     "LoadResult",
     "make_counter",
@@ -127,6 +131,7 @@ __all__ = [
     "SQLStore",
     "Skipped",
     "STOP_REASONS",
+    "StopReason",
     "Summarizer",
     "SummarizerError",
     "SummaryEvent",

@@ -959,7 +959,7 @@ def _cmd_simulate(args: argparse.Namespace) -> int:
             table = [("call", "cursor", "attempt", "outcome", "fault", "backoff", "page", "new",
                       "next cursor")]
             for c in call_log[: args.calls]:
-                ok = c["outcome"] == "ok"
+                ok = c["outcome"] == CallOutcome.OK
                 table.append((
                     str(c["index"]), "(first page)" if c["cursor"] is None else str(c["cursor"]),
                     str(c["attempt"]), c["outcome"], c["fault"] or "",

@@ -11,6 +11,7 @@ larger limit checked.
 from __future__ import annotations
 
 import itertools
+import os
 
 import pytest
 from hypothesis import given, settings
@@ -55,15 +56,24 @@ def kept_at(messages, protect: str, s: HistorySettings) -> bool:
     return True
 
 
-def smallest_by_brute_force(messages, protect, flags, hi, **kw) -> int | None:
-    """The smallest limit in 0..hi that keeps the class (None when none does)."""
-    for limit in range(hi + 1):
+#: CONVMEM_SAFE_LIMIT_EXHAUSTIVE=1: the real-data tests replay at every limit from 0 (about 200 s
+#: of CPU for the 32 combinations); by default every limit in the last STRIDE below the answer and
+#: every STRIDE-th one before it (the generated conversations always check every limit).
+EXHAUSTIVE = os.environ.get("CONVMEM_SAFE_LIMIT_EXHAUSTIVE") == "1"
+STRIDE = 64
+
+
+def smallest_by_brute_force(messages, protect, flags, hi, stride=1, **kw) -> int | None:
+    """The smallest limit in 0..hi that keeps the class (None when none does); with ``stride``,
+    limits below ``hi - stride`` are tried every ``stride``-th one only."""
+    dense_from = max(0, hi - stride) if stride > 1 else 0
+    for limit in [*range(0, dense_from, stride), *range(dense_from, hi + 1)]:
         if kept_at(messages, protect, settings_at(limit, flags, **kw)):
             return limit
     return None
 
 
-def check(messages, protect, flags, *, target=None, ref_limit=None, budget=None, above=3) -> SafeLimit:
+def check(messages, protect, flags, *, target=None, ref_limit=None, budget=None, above=3, stride=1) -> SafeLimit:
     policies = dict(flags)
     if target is not None:
         policies.update(target=target, limit=ref_limit)
@@ -79,7 +89,7 @@ def check(messages, protect, flags, *, target=None, ref_limit=None, budget=None,
         if limit >= got.limit:
             assert kept_at(messages, protect, settings_at(limit, flags, **kw)), f"dropped at {limit}: {where}"
     if got.exact and got.limit > 0:
-        assert smallest_by_brute_force(messages, protect, flags, got.limit, **kw) == got.limit, where
+        assert smallest_by_brute_force(messages, protect, flags, got.limit, stride, **kw) == got.limit, where
         # the deciding step: at limit - 1 the named message goes at that step
         h = settings_at(got.limit - 1, flags, **kw).build()
         dropped_at = {}
@@ -248,11 +258,12 @@ def retail(tau_retail_file):
 @pytest.mark.parametrize("protect", ["latest_user", "system"])
 @pytest.mark.parametrize("flags", FLAG_COMBOS, ids=lambda f: "+".join(k for k, v in f.items() if v) or "none")
 def test_every_retail_conversation_against_brute_force(retail, protect, flags):
-    """Exact: every limit from 0 to the answer replayed, on all 115 conversations."""
+    """Exact: the limits from 0 to the answer replayed (all of them with EXHAUSTIVE), on all 115
+    conversations: every one below the answer drops the class, the answer and above keep it."""
     exact = 0
     for conv in retail:
         msgs = list(conv.messages)
-        got = check(msgs, protect, flags, above=1)
+        got = check(msgs, protect, flags, above=1, stride=1 if EXHAUSTIVE else STRIDE)
         exact += got.exact
     assert exact == len(retail)  # no target or budget: exact everywhere on this data
 
