@@ -10,8 +10,10 @@ The old module constants (``convmem.history.OVER_LIMIT``, ``convmem.loading.STOP
 (True, 'end', 'ok')
 >>> import json; json.dumps({"reason": DropReason.TOO_BIG})
 '{"reason": "too_big"}'
->>> [r.value for r in DropReason]
+>>> list(DropReason)  # repr is the string's: reprs of records and doctests read as before
 ['over_limit', 'tool_group', 'start_on_user', 'too_big', 'pin_moved']
+>>> DropReason("too_big") is DropReason.TOO_BIG
+True
 """
 
 from __future__ import annotations
@@ -21,7 +23,15 @@ from enum import StrEnum
 __all__ = ["DropReason", "StopReason", "CallOutcome", "LoadFailure"]
 
 
-class DropReason(StrEnum):
+class _Name(StrEnum):
+    """A StrEnum whose repr is its string's (``'over_limit'``), so a record's repr, a doctest and
+    a logged tuple read exactly as when these were plain strings."""
+
+    def __repr__(self) -> str:
+        return repr(self._value_)
+
+
+class DropReason(_Name):
     """Why History dropped a message (``DroppedMessage.reason``, ``Replay.drop_reason``)."""
 
     #: Dropped from the oldest end by a compaction (the total passed the limit; cut to the target).
@@ -36,7 +46,7 @@ class DropReason(StrEnum):
     PIN_MOVED = "pin_moved"
 
 
-class StopReason(StrEnum):
+class StopReason(_Name):
     """Why a paged load stopped (``LoadReport.stop_reason``), in the order the rules are checked."""
 
     #: A page with no messages.
@@ -51,7 +61,7 @@ class StopReason(StrEnum):
     PAGE_CAP = "page_cap"
 
 
-class CallOutcome(StrEnum):
+class CallOutcome(_Name):
     """What one store call returned (``CallRecord.outcome``)."""
 
     #: A page came back.
@@ -62,7 +72,7 @@ class CallOutcome(StrEnum):
     ERROR = "error"
 
 
-class LoadFailure(StrEnum):
+class LoadFailure(_Name):
     """Why a load raised instead of stopping (``LoadReport.failure``)."""
 
     #: A call failed with a retryable error ``attempts`` times: PageLoadError.
