@@ -17,6 +17,7 @@ from convmem_dashboard.data import current_dataset
 from convmem_dashboard.entry import require_entry
 from convmem_dashboard.export_safety import download_csv, download_json
 from convmem_dashboard.url_params import PARAMS, POLICIES, TARGET_MODES
+from convmem_dashboard.panel_safe_limit import exact_limit_input, mark_safe_limit, render_safe_limit
 from convmem_dashboard.figures_budget import (
     comparison_figure,
     context_window_figure,
@@ -131,7 +132,9 @@ st.session_state["_tb_scope"] = (dataset.key, conv_id)
 
 bounds = limit_bounds(conv.total_tokens, conv.messages[0].tokens)
 _drop_if("limit", lambda v: not (isinstance(v, int) and bounds.lo <= v <= bounds.hi))
-limit = top[1].slider(
+lim_cols = top[1].columns([4, 1.4], vertical_alignment="bottom")
+exact_limit_input(lim_cols[1], "limit", bounds.lo, bounds.hi, bounds.default, "Exact limit")
+limit = lim_cols[0].slider(
     "Limit (tokens)",
     bounds.lo,
     bounds.hi,
@@ -218,6 +221,8 @@ m[2].metric(
     "Adds over limit", f"{stats.over_limit_steps:,}",
     help="Adds after which pinned messages alone kept the total above the limit (History.over_limit).",
 )
+
+safe = render_safe_limit(key, conv_id, settings, r, lo=bounds.lo, hi=bounds.hi)
 
 # ------------------------------------------------------------------------------ totals and events
 events = r.compactions
@@ -339,7 +344,7 @@ with st.expander("Limit sweep: pick a limit by eye", expanded=n <= LAZY_MESSAGES
                           f"through the current limit; one replay each ({n:,} messages).")
         limits = sweep_grid(bounds.lo, bounds.hi, count, bounds.step, through=limit)
         rows = cb.get_sweep(key, conv_id, settings, limits)
-        st.plotly_chart(sweep_figure(rows, limit), key="sweep_pick", on_select=_on_sweep_pick, selection_mode="points")
+        st.plotly_chart(mark_safe_limit(sweep_figure(rows, limit), safe), key="sweep_pick", on_select=_on_sweep_pick, selection_mode="points")
         st.caption(
             "The current policies at evenly spaced limits, the current one among them (a target "
             "keeps its % of the limit); the dotted line is the current limit. Look for the knee "
