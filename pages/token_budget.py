@@ -309,7 +309,7 @@ with st.expander("Compare with a second setting (B)", expanded=n <= LAZY_MESSAGE
         # label its own column.
         bc = st.columns([3, 4, 2], vertical_alignment="bottom")
         b_limit = bc[0].number_input(
-            "B limit (tokens)", min_value=bounds.lo, value=None, step=bounds.step, key="b_limit", bind=URL,
+            "B limit (tokens)", min_value=bounds.lo, value=None, step=1, key="b_limit", bind=URL,
             placeholder=f"same as A ({limit:,})",
         )
         b_limit = limit if b_limit is None else int(b_limit)

@@ -51,7 +51,8 @@ def bound_keys(path: Path) -> set[str]:
 
 def test_the_table_covers_exactly_the_url_bound_keys_of_the_pages():
     found = set()
-    for path in [*(ROOT / "pages").glob("*.py"), ROOT / "convmem_dashboard" / "data.py"]:
+    for path in [*(ROOT / "pages").glob("*.py"), ROOT / "convmem_dashboard" / "data.py",
+                 ROOT / "convmem_dashboard" / "panel_safe_limit.py"]:
         found |= bound_keys(path)
     assert found == set(PARAMS)
 
