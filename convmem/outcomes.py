@@ -59,6 +59,8 @@ class StopReason(_Name):
     NO_PROGRESS = "no_progress"
     #: ``max_pages`` successful pages were loaded.
     PAGE_CAP = "page_cap"
+    #: The consumer of ``iter_pages`` stopped early (not one of ``STOP_REASONS``: no rule fired).
+    CLOSED = "closed"
 
 
 class CallOutcome(_Name):
