@@ -83,6 +83,8 @@ from .replay import (
     replay,
     sweep_limits,
 )
+from .outcomes import CallOutcome, DropReason, LoadFailure, StopReason
+from .safe_limit import SafeLimit, explain_safe_limit, smallest_safe_limit
 from .summarizers import ExtractiveSummarizer, LLMSummarizer
 from .synthetic import generate_conversation, generate_shoppers
 from .tokens import (
@@ -98,6 +100,7 @@ from .tokens import (
 
 __all__ = [
     "ApproxCounter",
+    "CallOutcome",
     "CallRecord",
     "check_text",
     "ClearedMessage",
@@ -114,12 +117,14 @@ __all__ = [
     "DEFAULT_MAX_BYTES",
     "DROP_REASONS",
     "DroppedMessage",
+    "DropReason",
     "EncodingUnavailableError",
     "dump_conversations",
     "evict_conversations",
     "eviction_curve",
     "EvictionStep",
     "explain_eviction",
+    "explain_safe_limit",
     "extract_listing_ids",
     "ExtractiveSummarizer",
     "FormatError",
@@ -140,6 +145,7 @@ __all__ = [
     "load_history_with_report",
     "load_tail",
     "LoadedPage",
+    "LoadFailure",
     "LoadReport",
     "LoadResult",
     "make_counter",
@@ -152,9 +158,12 @@ __all__ = [
     "replay",
     "ReplayStats",
     "ROLES",
+    "SafeLimit",
+    "smallest_safe_limit",
     "SQLStore",
     "Skipped",
     "STOP_REASONS",
+    "StopReason",
     "Summarizer",
     "SummarizerError",
     "SummaryEvent",

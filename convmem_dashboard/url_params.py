@@ -122,6 +122,9 @@ PARAMS: dict[str, Param] = dict(
     [
         # sidebar (convmem_dashboard.data)
         _p("data", "text"),
+        # Token budget: the smallest safe limit panel (convmem_dashboard.panel_safe_limit)
+        _p("sl_p", "choice", options=("latest_user", "system", "message")),
+        _p("sl_id", "text"),
         # Flaky store
         _p("conv", "text"),
         _p("rate", "float", lo=0.0, hi=1.0, default=0.3, step=0.05),
