@@ -33,6 +33,7 @@ __all__ = [
     "calibration_lines",
     "compaction_table",
     "has_session",
+    "reported_cache_line",
     "reported_cost",
     "session_caption",
     "session_export",
@@ -300,3 +301,24 @@ def session_export(conv: Conversation, redact: bool = True) -> dict:
         "usage": [asdict(u) for u in s.usage] if s else [],
         "compactions": [asdict(x) for x in s.compactions] if s else [],
     }
+
+
+def reported_cache_line(conv: Conversation, pricing) -> str | None:
+    """For the prompt-cache cost panel: what the session's own calls cost on the input side as
+    the provider *reported* them (input, cache writes, cache reads at ``pricing``'s
+    ``input_per_mtok`` / ``write_per_mtok`` / ``cached_per_mtok``), against the same prompts
+    uncached; None for a conversation without reported usage."""
+    session = session_of(conv)
+    if session is None or not session.usage:
+        return None
+    inp = sum(u.input_tokens for u in session.usage)
+    write = sum(u.cache_write_tokens for u in session.usage)
+    read = sum(u.cache_read_tokens for u in session.usage)
+    prompt = inp + write + read
+    cost = (inp * pricing.input_per_mtok + write * pricing.write_per_mtok
+            + read * pricing.cached_per_mtok) / 1e6
+    uncached = prompt * pricing.input_per_mtok / 1e6
+    share = f"{read / prompt:.1%}" if prompt else "n/a"
+    return (f"The agent's own {len(session.usage):,} calls, as the provider reported them: "
+            f"{inp:,} input + {write:,} cache-write + {read:,} cache-read tokens (reads: {share} of "
+            f"the prompt tokens) cost ${cost:,.4f} at these prices; uncached ${uncached:,.4f}.")

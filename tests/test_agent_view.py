@@ -16,6 +16,7 @@ from convmem_dashboard.agent_view import (
     agent_context,
     calibration_lines,
     compaction_table,
+    reported_cache_line,
     reported_cost,
     session_caption,
     usage_figure,
@@ -99,3 +100,16 @@ def test_calibration_lines_name_the_fit():
     assert lines[0].startswith("Fitted on ") and "1.100 x" in lines[0] and "4.0 per message" in lines[0]
     assert "5,000 per prompt" in lines[0]
     assert np.isfinite(calibrate(conv).error_after)
+
+
+def test_cost_panel_line_uses_the_reported_cache_reads(main):
+    from convmem import PROVIDERS, Conversation, Message
+
+    pricing = PROVIDERS["anthropic"]
+    line = reported_cache_line(main, pricing)
+    inp, write, read = 18, 1070, 1900
+    cost = (inp * pricing.input_per_mtok + write * pricing.write_per_mtok
+            + read * pricing.cached_per_mtok) / 1e6
+    assert line.startswith("The agent's own 3 calls") and f"${cost:,.4f}" in line
+    assert "1,900 cache-read tokens (reads: 63.6% of the prompt tokens)" in line
+    assert reported_cache_line(Conversation("c", None, (Message("m", "user", 1),)), pricing) is None

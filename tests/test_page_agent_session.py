@@ -39,6 +39,9 @@ def test_upload_on_home_then_token_budget_shows_the_agents_compactions():
     table = frame(at, "before (reported)")
     assert table["add step"].tolist() == [6] and table["before (reported)"].tolist() == [1200]
     assert any("Green stars: the agent's own compactions" in c.value for c in at.caption)
+    # the prompt-cache cost panel prices the session's calls from the reported cache reads
+    assert any(t.value.startswith("The agent's own 3 calls, as the provider reported them")
+               for t in at.text)
 
 
 def test_agent_session_page_usage_calibration_cost_and_redacted_download():
