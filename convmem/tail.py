@@ -61,7 +61,7 @@ de-duplicated as the pages come (newest occurrence kept).
 >>> [m.id for m in tail.messages], tail.pages, tail.stopped_early  # u forces a compaction
 (['u', 'a'], 2, True)
 >>> tail = load_tail(store.pager("c1", newest_first=True), 30, pin_system=True)
->>> tail.pages, tail.stopped_early, tail.why_full[:38]
+>>> tail.pages, tail.stopped_early, tail.why_full[:37]
 (6, False, 'pin_system keeps every system message')
 """
 
