@@ -28,7 +28,7 @@ where the full run ends. Such a message exists only where the conversation force
 that passes ``limit - target`` on its own - a large tool result, say); with turns of equal size
 the kept messages really do depend on the phase of every earlier compaction, and the tail reads to
 the end. This proof costs O(k^2) for k fetched messages; it is tried as the suffix
-grows by half, up to :data:`PROOF_MESSAGES` messages; past that the tail reads on to the end.
+doubles, up to :data:`PROOF_MESSAGES` messages; past that the tail reads on to the end.
 
 Pinned messages older than what was fetched still count:
 
@@ -134,7 +134,7 @@ def _why_full(pin_system: bool, system_messages: Any) -> str | None:
 
 #: The most fetched messages the synchronization proof (target below the limit, or start_on_user)
 #: is attempted over; it costs O(k^2) for k messages. Past it the tail reads on to the end.
-PROOF_MESSAGES = 4096
+PROOF_MESSAGES = 2048
 
 
 def _synchronized(
@@ -350,7 +350,7 @@ def load_tail(
         raise ValueError(f"load_tail: total_messages must be an int >= 0, got {total_messages!r}")
     why_full = _why_full(pin_system, systems)
     # target == limit without start_on_user: the one-pass witness below; else the
-    # synchronization proof (_synchronized), tried as the fetched suffix grows by half.
+    # synchronization proof (_synchronized), tried as the fetched suffix doubles.
     quick = (target is None or target == limit) and not start_on_user
     goal = limit if target is None else target
     next_proof = 1
@@ -403,7 +403,7 @@ def load_tail(
                 why_full is None and not quick and not proven
                 and next_proof <= len(newest_first) <= PROOF_MESSAGES
             ):
-                next_proof = len(newest_first) * 3 // 2 + 1
+                next_proof = 2 * len(newest_first)
                 proven = _prove_synchronized(
                     newest_first, systems, limit, goal, pin_system, pin_latest_user,
                     keep_tool_groups, start_on_user,
