@@ -335,3 +335,17 @@ def test_any_prefix_of_a_session_loads_or_is_a_format_error(name):
                 # a cut inside the last line leaves that line out, never a part of it
                 assert m.content == content, (cut, m.id)
     assert loaded > 0
+
+
+def test_parent_cycles_and_dangling_parents_terminate():
+    """u1 <- u2 <- u1 (a cycle), u3 its own parent, u4 naming a parent that is not in the file."""
+    def user(uuid, parent, text):
+        return json.dumps({"parentUuid": parent, "isSidechain": False, "sessionId": "C",
+                           "type": "user", "uuid": uuid,
+                           "message": {"role": "user", "content": text}})
+
+    text = "\n".join([user("u1", "u2", "one"), user("u2", "u1", "two"), user("u3", "u3", "three"),
+                      user("u4", "gone", "four")]) + "\n"
+    r = parse_conversations(text, counter=Words())
+    contents = sorted(m.content for c in r for m in c.messages)
+    assert contents == ["four", "one", "three", "two"]
