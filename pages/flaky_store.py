@@ -29,6 +29,7 @@ from convmem_dashboard.tables_store import (
 )
 from convmem_dashboard.entry import require_entry
 from convmem_dashboard.export_safety import download_csv
+from convmem_dashboard.selection import conversation_picker
 from convmem_dashboard.url_params import PARAMS
 
 require_entry()
@@ -82,15 +83,7 @@ if not ids:
     st.info("The dataset in use has no conversation. Pick another one in the sidebar.")
     st.stop()
 
-conv_id = st.selectbox(
-    "Conversation",
-    ids,
-    index=default_index,
-    key="conv",
-    help="The store serves this conversation's messages; they are the truth the load is checked "
-    "against. The longest conversation of the dataset is picked first.",
-    **URL,
-)
+conv_id = conversation_picker(dataset)
 
 with st.container(border=True):
     left, middle, right = st.columns(3)

@@ -16,6 +16,7 @@ from convmem_dashboard import cache_budget as cb
 from convmem_dashboard.data import current_dataset
 from convmem_dashboard.entry import require_entry
 from convmem_dashboard.export_safety import download_csv, download_json
+from convmem_dashboard.selection import conversation_picker
 from convmem_dashboard.url_params import PARAMS, POLICIES, TARGET_MODES
 from convmem_dashboard.figures_budget import (
     comparison_figure,
@@ -29,7 +30,6 @@ from convmem_dashboard.tables_budget import (
     context_caption,
     context_table,
     context_view,
-    default_conversation,
     drop_event_table,
     drop_event_view,
     limit_bounds,
@@ -103,18 +103,8 @@ if not convs:
     st.stop()
 
 # ---------------------------------------------------------------------------------- settings (A)
-_drop_if("conv", lambda v: v not in convs)
-ids = list(convs)
-default_id = default_conversation(dataset.conversations) or ids[0]
 top = st.columns([3, 4])
-conv_id = top[0].selectbox(
-    "Conversation",
-    ids,
-    index=ids.index(default_id),
-    key="conv",
-    bind=URL,
-    help="Default: the conversation with the most tokens among the first ten.",
-)
+conv_id = conversation_picker(dataset, top[0])
 conv = convs[conv_id]
 n = len(conv.messages)
 top[0].caption(f"{n:,} messages · {conv.total_tokens:,} tokens")
