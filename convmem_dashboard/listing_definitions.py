@@ -149,3 +149,4 @@ def id_kinds(ids: Sequence[str], catalog: Catalog) -> IdKinds:
     items = len(distinct & catalog.items)
     products = len((distinct - catalog.items) & catalog.products)
     return IdKinds(items, products, len(distinct) - items - products)
+

@@ -75,6 +75,8 @@ COUNT_MAX = 2**31 - 1
 POLICIES = ("pin_system", "pin_latest_user", "keep_tool_groups", "start_on_user")
 #: Token budget target modes: off (target = limit), a percentage of the limit, or a token count.
 TARGET_MODES = ("off", "percent", "tokens")
+#: What counts as a listing (convmem_dashboard.listing_definitions.DEFINITIONS).
+LISTING_DEFINITIONS = ("digits", "catalog", "keys")
 #: Flaky store run modes.
 RUN_MODES = ("All at once", "Step by step")
 
@@ -165,6 +167,7 @@ PARAMS: dict[str, Param] = dict(
         _p("shopper", "text"),
         _p("cap", "int", lo=0, hi=COUNT_MAX),  # hi: the dataset's most distinct ids
         _p("only", "bool", default=True),
+        _p("listing", "choice", options=LISTING_DEFINITIONS),
     ]
 )
 
