@@ -9,7 +9,8 @@
 
 >>> from convmem import Conversation, Message
 >>> c = Conversation("c1", "ann", (Message("a", "system", 10), Message("b", "user", 5, content="hi 1234567890"),
-...                               Message("c", "assistant", 7), Message("d", "user", 3)))
+...                               Message("c", "assistant", 7), Message("d", "user", 3)),
+...                  ("1234567890", "1234567890"))
 >>> [(m.label, m.value) for m in conversation_metrics(c)]
 [('Shopper', 'ann'), ('Messages in it', '4'), ('Tokens in it', '25'), ('Tool calls', '0'), ('Listing ids', '1')]
 >>> roles_table(c)
