@@ -29,6 +29,7 @@ from convmem_dashboard.tables_store import (
 )
 from convmem_dashboard.entry import require_entry
 from convmem_dashboard.export_safety import download_csv
+from convmem_dashboard.questions import QUESTIONS
 from convmem_dashboard.selection import conversation_picker
 from convmem_dashboard.url_params import PARAMS
 
@@ -71,6 +72,7 @@ def conversation_choices(dataset_key: str) -> tuple[tuple[str, ...], dict[str, i
 
 
 st.title("Flaky store")
+st.markdown(f"**{QUESTIONS['flaky_store']}**")
 st.caption(
     "A simulated store serves one conversation page by page and misbehaves on purpose. "
     "convmem.load_history retries failed calls with backoff on a virtual clock (no real waiting) "

@@ -16,6 +16,7 @@ from convmem_dashboard import cache_budget as cb
 from convmem_dashboard.data import current_dataset
 from convmem_dashboard.entry import require_entry
 from convmem_dashboard.export_safety import download_csv, download_json
+from convmem_dashboard.questions import QUESTIONS
 from convmem_dashboard.selection import conversation_picker
 from convmem_dashboard.url_params import PARAMS, POLICIES, TARGET_MODES
 from convmem_dashboard.figures_budget import (
@@ -90,6 +91,7 @@ def _on_sweep_pick() -> None:
 
 
 st.title("Token budget")
+st.markdown(f"**{QUESTIONS['token_budget']}**")
 st.caption(
     "Messages are added one by one to a History under a token limit; when the total passes the "
     "limit, compaction drops the oldest messages (with the policies below). Every setting is in "
