@@ -53,7 +53,7 @@ ITEM_KEYS = ("item_id", "item_ids", "new_item_ids", "return_items", "exchange_it
              "exchange_new_items")
 #: One line per definition, shown under its option.
 DEFINITION_CAPTIONS = {
-    "digits": f"Every 10-digit id (`{LISTING_ID_PATTERN.pattern}`), convmem's default.",
+    "digits": "Every run of exactly 10 digits (convmem's default, `LISTING_ID_PATTERN`).",
     "catalog": "Only ids that are item ids of the dataset's catalogue.",
     "keys": "Values of the JSON keys " + ", ".join(f"`{k}`" for k in ITEM_KEYS) + ".",
 }

@@ -12,7 +12,7 @@
 ...                               Message("c", "assistant", 7), Message("d", "user", 3)),
 ...                  ("1234567890", "1234567890"))
 >>> [(m.label, m.value) for m in conversation_metrics(c)]
-[('Shopper', 'ann'), ('Messages in it', '4'), ('Tokens in it', '25'), ('Tool calls', '0'), ('Listing ids', '1')]
+[('Messages in it', '4'), ('Tokens in it', '25'), ('Tool calls', '0'), ('Listing ids', '1')]
 >>> roles_table(c)
 [{'role': 'system', 'messages': 1, 'tokens': 10}, {'role': 'user', 'messages': 2, 'tokens': 8}, {'role': 'assistant', 'messages': 1, 'tokens': 7}]
 """
@@ -34,6 +34,7 @@ __all__ = [
     "QUESTION",
     "PageLink",
     "UploadOutcome",
+    "conversation_caption",
     "conversation_metrics",
     "dataset_metrics",
     "roles_table",
@@ -77,17 +78,27 @@ def dataset_metrics(conversations: Sequence[Conversation]) -> tuple[Metric, ...]
 
 
 def conversation_metrics(conv: Conversation) -> tuple[Metric, ...]:
-    """The selected conversation at a glance: shopper, messages, tokens, tool calls, distinct
-    listing ids (every 10-digit id). O(text) on first read of the listing ids. The shopper is
-    user text: escaped for st.metric, which renders Markdown."""
+    """The selected conversation at a glance: messages, tokens, tool calls, distinct listing ids
+    (every 10-digit id). O(text) on first read of the listing ids. (The shopper is in
+    :func:`conversation_caption`: a long user id would be cut off in a metric.)"""
     return (
-        Metric("Shopper", md_escape(clean_text(conv.user_id or "(none)", 40))),
         Metric("Messages in it", f"{len(conv.messages):,}"),
         Metric("Tokens in it", f"{conv.total_tokens:,}"),
         Metric("Tool calls", f"{len(conv.tool_calls):,}"),
         Metric("Listing ids", f"{len(conv.distinct_listing_ids):,}",
                help="Distinct 10-digit ids mentioned (convmem's default definition)."),
     )
+
+
+def conversation_caption(conv: Conversation) -> str:
+    """One Markdown line naming the conversation's shopper and id (user text, escaped).
+
+    >>> from convmem import Conversation
+    >>> conversation_caption(Conversation("c-1", "a_b*", ()))
+    'Shopper **a\\\\_b\\\\*** · conversation c\\\\-1'
+    """
+    shopper = md_escape(clean_text(conv.user_id, 60)) if conv.user_id else "(no shopper id)"
+    return f"Shopper **{shopper}** · conversation {md_escape(clean_text(conv.id, 80))}"
 
 
 def roles_table(conv: Conversation) -> list[dict[str, object]]:

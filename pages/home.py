@@ -14,6 +14,7 @@ from convmem_dashboard.selection import conversation_picker
 from convmem_dashboard.view_home import (
     PAGE_LINKS,
     QUESTION,
+    conversation_caption,
     conversation_metrics,
     dataset_metrics,
     roles_table,
@@ -47,7 +48,8 @@ st.subheader("Conversation in use")
 conv_id = conversation_picker(dataset)
 if conv_id is not None:
     conv = dataset.conversation(conv_id)
-    for col, metric in zip(st.columns(5), conversation_metrics(conv)):
+    st.markdown(conversation_caption(conv))
+    for col, metric in zip(st.columns(4), conversation_metrics(conv)):
         col.metric(metric.label, metric.value, help=metric.help)
     st.dataframe(roles_table(conv), hide_index=True, width="content")
     st.caption(

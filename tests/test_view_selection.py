@@ -32,7 +32,7 @@ from convmem_dashboard.listing_definitions import (
 from convmem_dashboard.questions import QUESTIONS
 from convmem_dashboard.tables_eviction import DROPPED_ORDER, default_shopper, evict, shopper_view
 from convmem_dashboard.url_params import LISTING_DEFINITIONS, PARAMS, sanitize
-from convmem_dashboard.view_home import PAGE_LINKS, conversation_metrics, dataset_metrics, roles_table
+from convmem_dashboard.view_home import PAGE_LINKS, conversation_caption, conversation_metrics, dataset_metrics, roles_table
 from convmem_dashboard.view_listing_eviction import (
     cap_bounds,
     definitions_offered,
@@ -242,7 +242,8 @@ def test_home_view_model():
     c = Conversation("c", "a*b", (Message("s", "system", 4), Message("u", "user", 6, content="x"),
                                   Message("t", "user", 1)), ("1234567890",))
     shown = {m.label: m.value for m in conversation_metrics(c)}
-    assert shown == {"Shopper": r"a\*b", "Messages in it": "3", "Tokens in it": "11",
+    assert conversation_caption(c) == r"Shopper **a\*b** · conversation c"
+    assert shown == {"Messages in it": "3", "Tokens in it": "11",
                      "Tool calls": "0", "Listing ids": "1"}
     assert roles_table(c) == [{"role": "system", "messages": 1, "tokens": 4},
                               {"role": "user", "messages": 2, "tokens": 7}]

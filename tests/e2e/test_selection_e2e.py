@@ -40,13 +40,13 @@ def outside(urls: list[str]) -> list[str]:
     return bad
 
 
-def conv_picker(page):
-    return page.locator('[data-testid="stSelectbox"]').filter(has_text="Conversation").first
+def combobox(page, name: str):
+    """The searchable input of the st.selectbox labelled ``name`` in the main area."""
+    return page.locator('[data-testid="stMain"]').get_by_role("combobox", name=name)
 
 
 def picked_label(page, name: str) -> str:
-    box = page.locator('[data-testid="stSelectbox"]').filter(has_text=name).first
-    return box.locator('[data-baseweb="select"]').inner_text().strip()
+    return combobox(page, name).input_value().strip()
 
 
 def go(page, name: str, charts: int) -> None:
@@ -90,7 +90,7 @@ def test_a_conversation_chosen_on_one_page_is_shown_on_the_next(browser, streaml
         first = picked_label(page, "Conversation")
         default_conv = parse_qs(urlsplit(page.url).query)["conv"][0]
         # Search the picker by another shopper's name and take the first match.
-        conv_picker(page).locator('[data-baseweb="select"]').click()
+        combobox(page, "Conversation").click()
         page.keyboard.type("raj_ali")
         options = page.locator('[role="option"]')
         options.first.wait_for()
