@@ -122,8 +122,35 @@ def test_a_conversation_chosen_on_one_page_is_shown_on_the_next(browser, streaml
         # The link reproduces the choice in a new session.
         other = browser.new_context(viewport=WIDE).new_page()
         other.goto(streamlit_url + f"/flaky_store?conv={conv_id}", wait_until="domcontentloaded")
-        wait_for_app(other)
+        wait_for_app(other, timeout_ms=120_000)  # a cold session on a busy machine
         assert picked_label(other, "Conversation") == chosen
         other.context.close()
     finally:
         context.close()
+
+
+@pytest.mark.realdata
+def test_retail_listing_definition_and_no_cut_notice(browser, streamlit_url, screenshot_dir, tau_retail_file):
+    """On the real retail run: the catalogue definition is offered and bound to the URL, the page
+    says what the ids counted are, and a cap under the newest conversation's ids says no cut
+    meets it."""
+    context = browser.new_context(viewport=WIDE)
+    requests: list[str] = []
+    context.on("request", lambda r: requests.append(r.url))
+    page = context.new_page()
+    try:
+        page.goto(streamlit_url + "/listing_eviction?data=retail&listing=catalog&cap=0",
+                  wait_until="domcontentloaded")
+        wait_for_app(page, timeout_ms=120_000)
+        assert_no_exception(page)
+        main = page.locator('[data-testid="stMain"]')
+        assert main.get_by_role("radio", name="catalog").is_checked()
+        text = main.inner_text()
+        assert "Newest conversation of this shopper" in text and "catalogue item id" in text
+        assert "No cut meets max_listings = 0" in text
+        q = parse_qs(urlsplit(page.url).query)
+        assert q["listing"] == ["catalog"] and q["cap"] == ["0"]
+        screenshot(page, screenshot_dir, "selection_retail_listing_no_cut")
+    finally:
+        context.close()
+    assert outside(requests) == [], outside(requests)
