@@ -49,10 +49,15 @@ def picked_label(page, name: str) -> str:
     return combobox(page, name).input_value().strip()
 
 
+#: Waits of this file (ms): the machine running the suite may be shared and busy; a page whose
+#: chart code is still loading shows skeletons for a while.
+SLOW_MS = 120_000
+
+
 def go(page, name: str, charts: int) -> None:
     page.locator('[data-testid="stSidebarNav"] a').filter(has_text=NAV[name]).click()
     page.wait_for_url(re.compile(("/" + name) if name != "home" else r"/(\?|$)"))
-    wait_for_app(page, charts=charts)
+    wait_for_app(page, charts=charts, timeout_ms=SLOW_MS)
     assert_no_exception(page)
 
 
@@ -65,7 +70,7 @@ def test_no_request_leaves_localhost_on_any_page(browser, streamlit_url, screens
     try:
         for name, path, charts in PAGES:
             page.goto(streamlit_url + path, wait_until="domcontentloaded")
-            wait_for_app(page, charts=charts)
+            wait_for_app(page, charts=charts, timeout_ms=SLOW_MS)
             assert_no_exception(page)
             page.wait_for_timeout(500)  # late subresources (fonts, favicon) are requested too
             question = page.locator("strong").filter(has_text=QUESTION_STARTS[name])
@@ -88,7 +93,7 @@ def test_a_conversation_chosen_on_one_page_is_shown_on_the_next(browser, streaml
         # Charts are not waited for here: this test is about the selection (the other test
         # waits for every page's charts).
         page.goto(streamlit_url + "/", wait_until="domcontentloaded")
-        wait_for_app(page)
+        wait_for_app(page, timeout_ms=SLOW_MS)
         go(page, "token_budget", 0)
         first = picked_label(page, "Conversation")
         default_conv = parse_qs(urlsplit(page.url).query)["conv"][0]
@@ -100,7 +105,7 @@ def test_a_conversation_chosen_on_one_page_is_shown_on_the_next(browser, streaml
         chosen = options.first.inner_text().strip()
         assert "raj_ali" in chosen and chosen != first
         options.first.click()
-        wait_for_app(page)
+        wait_for_app(page, timeout_ms=SLOW_MS)
         assert picked_label(page, "Conversation") == chosen
         conv_id = parse_qs(urlsplit(page.url).query)["conv"][0]
         assert conv_id != default_conv and chosen.endswith(conv_id)
@@ -122,7 +127,7 @@ def test_a_conversation_chosen_on_one_page_is_shown_on_the_next(browser, streaml
         # The link reproduces the choice in a new session.
         other = browser.new_context(viewport=WIDE).new_page()
         other.goto(streamlit_url + f"/flaky_store?conv={conv_id}", wait_until="domcontentloaded")
-        wait_for_app(other, timeout_ms=120_000)  # a cold session on a busy machine
+        wait_for_app(other, timeout_ms=SLOW_MS)  # a cold session on a busy machine
         assert picked_label(other, "Conversation") == chosen
         other.context.close()
     finally:
@@ -141,7 +146,7 @@ def test_retail_listing_definition_and_no_cut_notice(browser, streamlit_url, scr
     try:
         page.goto(streamlit_url + "/listing_eviction?data=retail&listing=catalog&cap=0",
                   wait_until="domcontentloaded")
-        wait_for_app(page, timeout_ms=120_000)
+        wait_for_app(page, timeout_ms=SLOW_MS)
         assert_no_exception(page)
         main = page.locator('[data-testid="stMain"]')
         assert main.get_by_role("radio", name="catalog").is_checked()
