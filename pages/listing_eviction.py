@@ -126,7 +126,9 @@ cap = int(st.slider(
     "default. Kept in the URL (?cap=).",
 ))
 st.session_state["_cap_url_seen"] = str(cap)
-if st.query_params.get("cap") != str(cap):
+if cap == view.default_cap:  # as a bound widget does: the default is left out of the URL
+    st.query_params.pop("cap", None)
+elif st.query_params.get("cap") != str(cap):
     st.query_params["cap"] = str(cap)
 ev = eviction_for(dataset.key, shopper, definition, cap)
 
