@@ -2,7 +2,8 @@
 
 Three parts (SPEC §3-§5), each usable alone:
 
-* :func:`load_history` loads a conversation page by page from a store that fails now and then.
+* :func:`load_history` loads a conversation page by page from a store that fails now and then
+  (:func:`iter_pages` streams it; :func:`load_tail` fetches only the newest messages History keeps).
 * :class:`History` keeps what goes to the model under its token limit, with the policies real
   agents need (pins, tool-call groups, trigger/target compaction, budgeted summaries).
 * :func:`evict_conversations` forgets whole past conversations that mention too many listings.
@@ -36,6 +37,10 @@ from .conversations import (
 from .eviction import EvictionStep, evict_conversations, eviction_curve, explain_eviction, kept_from
 from .history import (
     DROP_REASONS,
+    ClearedMessage,
+    Clearing,
+    ClearThinking,
+    ClearToolUses,
     Compaction,
     DroppedMessage,
     History,
@@ -45,10 +50,29 @@ from .history import (
 from .loading import (
     STOP_REASONS,
     CallRecord,
+    LoadedPage,
     LoadReport,
+    iter_messages,
+    iter_pages,
     load_history,
     load_history_with_report,
 )
+from .prompt_cache import (
+    ANTHROPIC_SONNET,
+    OPENAI_GPT,
+    PROVIDERS,
+    CachePricing,
+    CacheTotals,
+    CostSweepRow,
+    PromptCache,
+    cache_accounting,
+    common_prefix_tokens,
+    prefix_tokens_of_contexts,
+    prompt_cache,
+    sweep_limit_costs,
+    unchanged_prefix_tokens,
+)
+from .tail import TailLoad, load_tail
 from .replay import (
     CompactionLog,
     HistorySettings,
@@ -59,6 +83,8 @@ from .replay import (
     replay,
     sweep_limits,
 )
+from .outcomes import CallOutcome, DropReason, LoadFailure, StopReason
+from .safe_limit import SafeLimit, explain_safe_limit, smallest_safe_limit
 from .summarizers import ExtractiveSummarizer, LLMSummarizer
 from .synthetic import generate_conversation, generate_shoppers
 from .tokens import (
@@ -74,8 +100,13 @@ from .tokens import (
 
 __all__ = [
     "ApproxCounter",
+    "CallOutcome",
     "CallRecord",
     "check_text",
+    "ClearedMessage",
+    "Clearing",
+    "ClearThinking",
+    "ClearToolUses",
     "Compaction",
     "CompactionLog",
     "context_at",
@@ -86,12 +117,14 @@ __all__ = [
     "DEFAULT_MAX_BYTES",
     "DROP_REASONS",
     "DroppedMessage",
+    "DropReason",
     "EncodingUnavailableError",
     "dump_conversations",
     "evict_conversations",
     "eviction_curve",
     "EvictionStep",
     "explain_eviction",
+    "explain_safe_limit",
     "extract_listing_ids",
     "ExtractiveSummarizer",
     "FormatError",
@@ -102,12 +135,17 @@ __all__ = [
     "History",
     "HistorySettings",
     "ImageRef",
+    "iter_messages",
+    "iter_pages",
     "kept_from",
     "LISTING_ID_PATTERN",
     "LLMSummarizer",
     "load_conversations",
     "load_history",
     "load_history_with_report",
+    "load_tail",
+    "LoadedPage",
+    "LoadFailure",
     "LoadReport",
     "LoadResult",
     "make_counter",
@@ -120,20 +158,38 @@ __all__ = [
     "replay",
     "ReplayStats",
     "ROLES",
+    "SafeLimit",
+    "smallest_safe_limit",
     "SQLStore",
     "Skipped",
     "STOP_REASONS",
+    "StopReason",
     "Summarizer",
     "SummarizerError",
     "SummaryEvent",
     "sweep_limits",
     "SweepRow",
+    "TailLoad",
     "TiktokenCounter",
     "to_openai_jsonl",
     "TokenCounter",
     "ToolCall",
     "TransientError",
     "UPLOAD_MAX_BYTES",
+    # prompt-cache cost accounting (issue 10 item 7)
+    "ANTHROPIC_SONNET",
+    "OPENAI_GPT",
+    "PROVIDERS",
+    "CachePricing",
+    "CacheTotals",
+    "CostSweepRow",
+    "PromptCache",
+    "cache_accounting",
+    "common_prefix_tokens",
+    "prefix_tokens_of_contexts",
+    "prompt_cache",
+    "sweep_limit_costs",
+    "unchanged_prefix_tokens",
 ]
 
 
