@@ -19,6 +19,8 @@ from convmem_dashboard.agent_view import add_agent_compactions, compaction_table
 from convmem_dashboard.data import current_dataset
 from convmem_dashboard.entry import require_entry
 from convmem_dashboard.export_safety import download_csv, download_json
+from convmem_dashboard.questions import QUESTIONS
+from convmem_dashboard.selection import conversation_picker
 from convmem_dashboard.url_params import PARAMS, POLICIES, TARGET_MODES
 from convmem_dashboard.panel_safe_limit import exact_limit_input, mark_safe_limit, render_safe_limit
 from convmem_dashboard.figures_budget import (
@@ -33,7 +35,6 @@ from convmem_dashboard.tables_budget import (
     context_caption,
     context_table,
     context_view,
-    default_conversation,
     drop_event_table,
     drop_event_view,
     limit_bounds,
@@ -94,6 +95,7 @@ def _on_sweep_pick() -> None:
 
 
 st.title("Token budget")
+st.markdown(f"**{QUESTIONS['token_budget']}**")
 st.caption(
     "Messages are added one by one to a History under a token limit; when the total passes the "
     "limit, compaction drops the oldest messages (with the policies below). Every setting is in "
@@ -107,18 +109,8 @@ if not convs:
     st.stop()
 
 # ---------------------------------------------------------------------------------- settings (A)
-_drop_if("conv", lambda v: v not in convs)
-ids = list(convs)
-default_id = default_conversation(dataset.conversations) or ids[0]
 top = st.columns([3, 4])
-conv_id = top[0].selectbox(
-    "Conversation",
-    ids,
-    index=ids.index(default_id),
-    key="conv",
-    bind=URL,
-    help="Default: the conversation with the most tokens among the first ten.",
-)
+conv_id = conversation_picker(dataset, top[0])
 conv = convs[conv_id]
 n = len(conv.messages)
 top[0].caption(f"{n:,} messages · {conv.total_tokens:,} tokens")
