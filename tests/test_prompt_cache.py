@@ -269,6 +269,8 @@ REAL_POLICIES = [
     HistorySettings.all_policies(4_000, target=2_000),
     HistorySettings.all_policies(4_000, target=2_400, summary_budget=400),
     HistorySettings(4_000, 2_400, False, False, True, True, 400),
+    HistorySettings(4_000, 2_400, True, True, True, True, clear_trigger=2_000, clear_keep=3),
+    HistorySettings(3_000, clear_trigger=1_500, clear_keep=1, clear_at_least=200),
 ]
 
 
