@@ -247,3 +247,23 @@ def test_hypothesis_the_tail_equals_the_brute_force(case):
         assert all(m.id in fetched or m.role == "system" for m in tail.messages)
     else:
         assert tail.pages == full_pages == tail.full_load_pages
+
+
+def test_messages_arriving_during_a_tail_load_are_left_for_the_next_one(make_store):
+    store = make_store(page_size=5)
+    messages = agent_conversation(120, seed=9)
+    store.append("c1", messages)
+    pager = store.pager("c1", newest_first=True)
+    late = [Message("late1", "user", 50), Message("late2", "assistant", 50)]
+
+    def fetch_page(cursor):
+        page = pager(cursor)
+        if cursor is None:
+            store.append("c1", late)  # arrives after the first page: past the walk's top
+        return page
+
+    tail = load_tail(fetch_page, 150, keep_tool_groups=True)
+    assert tail.messages == brute_force(messages, 150, keep_tool_groups=True)
+    assert tail.stopped_early
+    again = load_tail(store.pager("c1", newest_first=True), 150, keep_tool_groups=True)
+    assert again.messages == brute_force(messages + late, 150, keep_tool_groups=True)
