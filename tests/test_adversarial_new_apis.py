@@ -83,3 +83,34 @@ def test_sweep_limit_costs_names_bad_limits_and_pricing():
         sweep_limit_costs(messages, settings, 5, _PRICING)
     with pytest.raises(TypeError, match="pricing must be a CachePricing.*openai"):
         sweep_limit_costs(messages, settings, [1_200], "openai")
+
+
+# -- History clearing: bad thinking counts and placeholders are refused up front ----------------
+
+from convmem.history import ClearThinking, ClearToolUses  # noqa: E402
+
+
+@pytest.mark.parametrize(
+    "value, error, match",
+    [
+        # Before: "'<' not supported between instances of 'int' and 'str'" mid-add.
+        ("5", TypeError, r"thinking\['a1'\] must be an int .*'5'"),
+        # Before: True counted as 1 thinking token; -5 silently cleared nothing.
+        (True, TypeError, r"thinking\['a1'\] must be an int .*True"),
+        (-5, ValueError, r"thinking\['a1'\] must be >= 0 .*-5"),
+    ],
+)
+def test_a_bad_thinking_count_names_the_message_and_changes_nothing(value, error, match):
+    history = History(1_000, clear_thinking=ClearThinking(keep=0), thinking={"a1": value})
+    history.add(Message("u", "user", 5))
+    with pytest.raises(error, match=match):
+        history.add(Message("a1", "assistant", 5))
+    assert [m.id for m in history.context()] == ["u"] and history.total() == 5
+    history.add(Message("a2", "assistant", 5))  # still usable: the failed add left no trace
+    assert [m.id for m in history.context()] == ["u", "a2"]
+
+
+def test_a_placeholder_with_a_lone_surrogate_is_refused_by_clear_tool_uses():
+    # Before: accepted, then History.add failed halfway naming "Message.content".
+    with pytest.raises(ValueError, match="ClearToolUses placeholder"):
+        ClearToolUses(placeholder="\ud800")
