@@ -153,3 +153,49 @@ def test_redaction_leaks_nothing_through_skip_reasons_or_ignored_subtypes():
     assert [s.line for s in red.envelope.skipped] == [s.line for s in session.skipped]
     assert dict(red.envelope.ignored) == {"system:[redacted]": 1}
     assert any("unknown content block '[redacted]'" in s.reason for s in red.envelope.skipped)
+
+
+# -- importers: malformed usage is noted, never silently read as 0 or kept past MAX_TOKENS ------
+
+from convmem.limits import MAX_TOKENS  # noqa: E402
+
+
+def _claude_code_with_usage(usage):
+    user = {"type": "user", "uuid": "u1", "parentUuid": None, "sessionId": "s1",
+            "message": {"role": "user", "content": "hi"}}
+    reply = {"type": "assistant", "uuid": "a1", "parentUuid": "u1", "sessionId": "s1",
+             "message": {"id": "r", "role": "assistant", "content": "yo", "usage": usage}}
+    text = json.dumps(user) + "\n" + json.dumps(reply)
+    (conv,) = load_conversations(io.BytesIO(text.encode()), format="claude-code").conversations
+    return conv.envelope
+
+
+@pytest.mark.parametrize("bad", [-5, 1e300, "7", True, MAX_TOKENS + 1])
+def test_claude_code_malformed_usage_is_noted_with_its_field(bad):
+    session = _claude_code_with_usage({"input_tokens": bad, "output_tokens": 3})
+    # Before: read as 0 with no note (and 2**53 passed through as a count).
+    assert [u.input_tokens for u in session.usage] == [0]
+    assert [u.output_tokens for u in session.usage] == [3]
+    notes = [s for s in session.skipped if s.field == "message.usage.input_tokens"]
+    assert len(notes) == 1 and notes[0].line == 2 and "read as 0" in notes[0].reason
+    good = _claude_code_with_usage({"input_tokens": MAX_TOKENS, "output_tokens": 3})
+    assert [u.input_tokens for u in good.usage] == [MAX_TOKENS] and good.skipped == ()
+
+
+def test_codex_malformed_usage_is_noted_with_its_field():
+    lines = [
+        {"type": "session_meta", "payload": {"id": "s2"}},
+        {"type": "response_item", "payload": {"type": "message", "role": "user",
+                                              "content": [{"type": "input_text", "text": "hi"}]}},
+        {"type": "event_msg", "payload": {"type": "token_count", "info": {"last_token_usage": {
+            "input_tokens": 10, "cached_input_tokens": 2**80, "output_tokens": "x"}}}},
+    ]
+    text = "\n".join(json.dumps(line) for line in lines)
+    (conv,) = load_conversations(io.BytesIO(text.encode()), format="codex-cli").conversations
+    session = conv.envelope
+    assert [(u.input_tokens, u.cache_read_tokens, u.output_tokens) for u in session.usage] == [
+        (10, 0, 0)]
+    assert sorted(s.field for s in session.skipped if s.line == 3) == [
+        "payload.info.last_token_usage.cached_input_tokens",
+        "payload.info.last_token_usage.output_tokens",
+    ]
