@@ -30,6 +30,7 @@ __all__ = [
     "get_stats",
     "get_sweep",
     "get_context_records",
+    "message_index",
 ]
 
 
@@ -39,7 +40,13 @@ def conversation(dataset_key: str, conv_id: str) -> Conversation:
     return get_dataset(dataset_key).conversation(conv_id)
 
 
-@st.cache_resource(show_spinner="Replaying the conversation…", max_entries=12)
+@st.cache_resource(show_spinner=False, max_entries=16)
+def message_index(dataset_key: str, conv_id: str) -> dict[str, int]:
+    """Message id -> its position (= its add step) in the conversation (read-only)."""
+    return {m.id: i for i, m in enumerate(conversation(dataset_key, conv_id).messages)}
+
+
+@st.cache_resource(show_spinner=False, max_entries=12)
 def get_replay(dataset_key: str, conv_id: str, settings: HistorySettings) -> Replay:
     """convmem.replay of the conversation under ``settings`` (O(n); ~1 s per 10^5 messages)."""
     return replay(conversation(dataset_key, conv_id).messages, settings)

@@ -173,7 +173,7 @@ def test_drop_event_selection_and_context_step(default_conv):
     at = open_page()
     limit = at.slider(key="limit").value
     r = replay(default_conv.messages, HistorySettings(limit))
-    at.slider(key="ev").set_value(3).run()
+    at.number_input(key="ev").set_value(3).run()
     event = r.compactions[2]
     assert any(t.value.startswith(f"Drop event 3 of {len(r.compactions)}: add step {event.step} ") for t in ok(at).text)
     tables = [d.value for d in at.dataframe if list(d.value.columns)[:2] == ["id", "role"]]
