@@ -8,6 +8,10 @@ the conversation's messages. Each computation makes one call into convmem.
   table): sharing one object beats ``st.cache_data``'s pickled copy per rerun. Callers must not
   mutate them (the page only reads).
 * ``st.cache_data`` holds small values (sweep rows, JSON text).
+* The figures are cached too (``st.cache_resource``, keyed by the same plain values plus the
+  window and the selection): building a plotly Figure validates every property and cost more
+  than the rest of a rerun (~0.3-0.7 s each at 10^5 messages); st.plotly_chart only reads them
+  (``Figure.to_dict`` copies).
 """
 
 from __future__ import annotations
@@ -18,7 +22,14 @@ import streamlit as st
 from convmem import Conversation, HistorySettings, Replay, ReplayStats, SweepRow, replay, sweep_limits
 
 from .data import get_dataset
-from .figures_budget import ReplayArrays, replay_arrays
+from .figures_budget import (
+    ReplayArrays,
+    comparison_figure,
+    context_window_figure,
+    replay_arrays,
+    sweep_figure,
+    totals_figure,
+)
 from .tables_budget import base_table, context_at_step, context_records, messages_table
 
 __all__ = [
@@ -31,6 +42,10 @@ __all__ = [
     "get_sweep",
     "get_context_records",
     "message_index",
+    "get_totals_figure",
+    "get_context_figure",
+    "get_comparison_figure",
+    "get_sweep_figure",
 ]
 
 
@@ -87,3 +102,42 @@ def get_context_records(dataset_key: str, conv_id: str, settings: HistorySetting
     replay); the page's download escapes them (convmem_dashboard.export_safety)."""
     r = get_replay(dataset_key, conv_id, settings)
     return context_records(context_at_step(r, step, get_arrays(dataset_key, conv_id, settings)))
+
+
+#: Drop events drawn at most (thinned beyond: the biggest per step bucket, counted in the hover).
+MAX_MARKERS = 200
+#: Message bars drawn at most in the context chart over a wide window (its JSON grows with them).
+MAX_BARS = 800
+
+
+@st.cache_resource(show_spinner=False, max_entries=8)
+def get_totals_figure(
+    dataset_key: str, conv_id: str, settings: HistorySettings, start: int, stop: int, selected: int | None
+):
+    """figures_budget.totals_figure of the cached replay (read-only)."""
+    return totals_figure(
+        get_arrays(dataset_key, conv_id, settings), start=start, stop=stop, selected=selected, max_markers=MAX_MARKERS
+    )
+
+
+@st.cache_resource(show_spinner=False, max_entries=8)
+def get_context_figure(
+    dataset_key: str, conv_id: str, settings: HistorySettings, start: int, stop: int, selected_step: int | None
+):
+    """figures_budget.context_window_figure of the cached replay (read-only)."""
+    return context_window_figure(
+        get_arrays(dataset_key, conv_id, settings), start=start, stop=stop, selected_step=selected_step,
+        max_bars=MAX_BARS,
+    )
+
+
+@st.cache_resource(show_spinner=False, max_entries=8)
+def get_comparison_figure(dataset_key: str, conv_id: str, a: HistorySettings, b: HistorySettings):
+    """figures_budget.comparison_figure of A's and B's stats (read-only)."""
+    return comparison_figure(get_stats(dataset_key, conv_id, a), get_stats(dataset_key, conv_id, b))
+
+
+@st.cache_resource(show_spinner=False, max_entries=8)
+def get_sweep_figure(dataset_key: str, conv_id: str, settings: HistorySettings, limits: tuple[int, ...]):
+    """figures_budget.sweep_figure of the sweep over ``limits``, the current limit marked."""
+    return sweep_figure(get_sweep(dataset_key, conv_id, settings, limits), settings.limit)

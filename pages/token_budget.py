@@ -17,12 +17,6 @@ from convmem_dashboard.data import current_dataset
 from convmem_dashboard.entry import require_entry
 from convmem_dashboard.export_safety import download_csv, download_json
 from convmem_dashboard.url_params import PARAMS, POLICIES, TARGET_MODES
-from convmem_dashboard.figures_budget import (
-    comparison_figure,
-    context_window_figure,
-    sweep_figure,
-    totals_figure,
-)
 from convmem_dashboard.tables_budget import (
     comparison_table,
     context_at_step,
@@ -291,7 +285,7 @@ if n_events > 0:
 selected = nav.index if nav is not None else None
 
 st.plotly_chart(
-    totals_figure(arrays, start=win[0], stop=win[1], selected=selected),
+    cb.get_totals_figure(key, conv_id, settings, win[0], win[1], selected),
     key="tot_pick",
     on_select=_on_chart_pick,
     selection_mode="points",
@@ -305,9 +299,9 @@ else:
     event = events[selected]
     dropped_tokens = sum(d.tokens for d in event.dropped)
     st.text(
-        f"{nav.label}: add step {event.step} brought message "
+        f"{nav.label}: add step {event.step:,} brought message "
         f"{event.message_id}; trigger: {event.trigger}; total {event.total_before:,} → "
-        f"{event.total_after:,} tokens; dropped {len(event.dropped)} message(s), {dropped_tokens:,} tokens."
+        f"{event.total_after:,} tokens; dropped {len(event.dropped):,} message(s), {dropped_tokens:,} tokens."
     )
     st.dataframe(
         drop_event_table(event, r.messages), hide_index=True, key="ev_table", **drop_event_view(len(event.dropped))
@@ -320,7 +314,7 @@ else:
             st.code(text, language=None, wrap_lines=True)
 
 st.plotly_chart(
-    context_window_figure(arrays, start=win[0], stop=win[1], selected_step=events[selected].step if selected is not None else None),
+    cb.get_context_figure(key, conv_id, settings, win[0], win[1], events.steps[selected] if selected is not None else None),
     key="ctx_chart",
 )
 st.caption(context_caption(bool((arrays.dropped_at >= 0).any()), bool(arrays.summary_spans)))
@@ -335,7 +329,7 @@ chosen = st.number_input(
 )
 step = default_step if chosen is None else int(chosen)
 context = context_at_step(r, step, arrays)
-st.text(f"After add step {step}: {len(context)} message(s), {sum(x.tokens for x in context):,} tokens.")
+st.text(f"After add step {step:,}: {len(context):,} message(s), {sum(x.tokens for x in context):,} tokens.")
 st.dataframe(context_table(context), hide_index=True, key="ctx_table", **context_view(len(context)))
 download_json(
     "Download this context (JSON)",
@@ -368,7 +362,7 @@ with st.expander("Compare with a second setting (B)", expanded=n <= LAZY_MESSAGE
         )
         stats_b = cb.get_stats(key, conv_id, settings_b)
         st.dataframe(comparison_table(stats, stats_b), hide_index=True, key="cmp_table")
-        st.plotly_chart(comparison_figure(stats, stats_b), key="cmp_chart")
+        st.plotly_chart(cb.get_comparison_figure(key, conv_id, settings, settings_b), key="cmp_chart")
         st.caption(
             "Blue = A (the settings above), orange = B; each panel is one metric on its own scale. "
             "Fewer prefix changes means more adds reuse the provider's prompt cache."
@@ -382,7 +376,10 @@ with st.expander("Limit sweep: pick a limit by eye", expanded=n <= LAZY_MESSAGES
                           f"through the current limit; one replay each ({n:,} messages).")
         limits = sweep_grid(bounds.lo, bounds.hi, count, bounds.step, through=limit)
         rows = cb.get_sweep(key, conv_id, settings, limits)
-        st.plotly_chart(sweep_figure(rows, limit), key="sweep_pick", on_select=_on_sweep_pick, selection_mode="points")
+        st.plotly_chart(
+            cb.get_sweep_figure(key, conv_id, settings, limits), key="sweep_pick", on_select=_on_sweep_pick,
+            selection_mode="points",
+        )
         st.caption(
             "The current policies at evenly spaced limits, the current one among them (a target "
             "keeps its % of the limit); the dotted line is the current limit. Look for the knee "
