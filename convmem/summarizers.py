@@ -142,6 +142,7 @@ class ExtractiveSummarizer:
     _est: int = field(default=0, init=False, repr=False, compare=False)
     _nl: int = field(default=0, init=False, repr=False, compare=False)
     _memo: dict | None = field(default=None, init=False, repr=False, compare=False)
+    _own: bool = field(default=False, init=False, repr=False, compare=False)  # additive, resolved
 
     def __post_init__(self) -> None:
         if isinstance(self.max_tokens, bool) or not isinstance(self.max_tokens, int) or self.max_tokens < 0:
@@ -252,11 +253,13 @@ class ExtractiveSummarizer:
             self._counted_with = count
             self._head = None
             self._line_counts = {}
-        memo = _own_counter_memo(count)
-        additive = self.additive if self.additive is not None else memo is not None
-        if not additive:
-            memo = None
-        self._memo = memo
+            memo = _own_counter_memo(count)
+            if not (self.additive if self.additive is not None else memo is not None):
+                memo = None
+            self._own = memo is not None or bool(self.additive)
+            self._memo = memo
+        memo = self._memo
+        additive = self._own
         window = self._line_counts
         if previous is None or previous is not self._last or not isinstance(window, deque):
             window = self._reset(previous, count, additive)
