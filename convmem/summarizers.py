@@ -47,7 +47,12 @@ def _default_count() -> Callable[[str], int]:
 
 
 def _clip(text: str, max_chars: int) -> str:
-    text = " ".join(text.split())
+    """``text`` with whitespace collapsed, cut to ``max_chars`` (``…`` marks a cut). Reads only a
+    prefix of a long text: collapsing a prefix gives the same first characters."""
+    head = " ".join(text[: 4 * max_chars].split())
+    if len(head) > max_chars:
+        return head[: max_chars - 1].rstrip() + "…"
+    text = head if len(text) <= 4 * max_chars else " ".join(text.split())
     return text if len(text) <= max_chars else text[: max_chars - 1].rstrip() + "…"
 
 

@@ -392,3 +392,13 @@ def test_extractive_reads_back_a_summary_it_did_not_make_last():
     fresh.calls = 2
     assert again == fresh(first, [Message("u3", "user", 5, content="epsilon")])
     assert again.content == "Earlier: user: alpha beta\nuser: epsilon"
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.text(alphabet="ab \n\t.", max_size=200), st.integers(8, 40))
+def test_clip_reads_a_prefix_but_equals_collapsing_the_whole_text(text, max_chars):
+    from convmem.summarizers import _clip
+
+    whole = " ".join(text.split())
+    expected = whole if len(whole) <= max_chars else whole[: max_chars - 1].rstrip() + "…"
+    assert _clip(text, max_chars) == expected
