@@ -22,11 +22,15 @@ import streamlit as st
 from convmem import Conversation, HistorySettings, Replay, ReplayStats, SweepRow, replay, sweep_limits
 
 from .data import get_dataset
+import plotly.graph_objects as go
+
 from .figures_budget import (
     ReplayArrays,
     comparison_figure,
     context_window_figure,
     replay_arrays,
+    selected_event_trace,
+    selected_step_line,
     sweep_figure,
     totals_figure,
 )
@@ -111,24 +115,41 @@ MAX_BARS = 800
 
 
 @st.cache_resource(show_spinner=False, max_entries=8)
-def get_totals_figure(
-    dataset_key: str, conv_id: str, settings: HistorySettings, start: int, stop: int, selected: int | None
-):
-    """figures_budget.totals_figure of the cached replay (read-only)."""
-    return totals_figure(
-        get_arrays(dataset_key, conv_id, settings), start=start, stop=stop, selected=selected, max_markers=MAX_MARKERS
-    )
+def _totals_base(dataset_key: str, conv_id: str, settings: HistorySettings, start: int, stop: int) -> dict:
+    """totals_figure with no event selected, as the figure's dict (read-only)."""
+    a = get_arrays(dataset_key, conv_id, settings)
+    return totals_figure(a, start=start, stop=stop, max_markers=MAX_MARKERS).to_dict()
 
 
 @st.cache_resource(show_spinner=False, max_entries=8)
+def _context_base(dataset_key: str, conv_id: str, settings: HistorySettings, start: int, stop: int) -> dict:
+    """context_window_figure with no step marked, as the figure's dict (read-only)."""
+    a = get_arrays(dataset_key, conv_id, settings)
+    return context_window_figure(a, start=start, stop=stop, max_bars=MAX_BARS).to_dict()
+
+
+def get_totals_figure(
+    dataset_key: str, conv_id: str, settings: HistorySettings, start: int, stop: int, selected: int | None
+) -> go.Figure:
+    """figures_budget.totals_figure of the cached replay: the cached figure without a selection,
+    rebuilt unvalidated (already valid), plus the selected event's ring. Another selection
+    costs one small trace, not a new figure."""
+    fig = go.Figure(_totals_base(dataset_key, conv_id, settings, start, stop), _validate=False)
+    a = get_arrays(dataset_key, conv_id, settings)
+    if selected is not None and 0 <= selected < len(a.ev_step):
+        fig.add_trace(selected_event_trace(a, selected))
+    return fig
+
+
 def get_context_figure(
     dataset_key: str, conv_id: str, settings: HistorySettings, start: int, stop: int, selected_step: int | None
-):
-    """figures_budget.context_window_figure of the cached replay (read-only)."""
-    return context_window_figure(
-        get_arrays(dataset_key, conv_id, settings), start=start, stop=stop, selected_step=selected_step,
-        max_bars=MAX_BARS,
-    )
+) -> go.Figure:
+    """figures_budget.context_window_figure of the cached replay, the step's line added to the
+    cached figure (as get_totals_figure)."""
+    fig = go.Figure(_context_base(dataset_key, conv_id, settings, start, stop), _validate=False)
+    if selected_step is not None and start <= selected_step <= stop:
+        selected_step_line(fig, selected_step)
+    return fig
 
 
 @st.cache_resource(show_spinner=False, max_entries=8)

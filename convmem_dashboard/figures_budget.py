@@ -365,18 +365,7 @@ def totals_figure(
         )
     )
     if selected is not None and 0 <= selected < len(a.ev_step):
-        fig.add_trace(
-            go.Scatter(
-                x=[int(a.ev_step[selected])],
-                y=[int(a.ev_after[selected])],
-                mode="markers",
-                name="selected event",
-                marker={"symbol": "circle-open", "size": 18, "color": "#000000", "line": {"width": 2}},
-                customdata=[selected],
-                hovertext=[event_hover(a.events[selected], selected)],
-                hovertemplate="%{hovertext}<extra></extra>",
-            )
-        )
+        fig.add_trace(selected_event_trace(a, selected))
     shown = len(x)
     title = "Tokens in context after each add"
     if shown < len(steps):
@@ -392,6 +381,25 @@ def totals_figure(
         xaxis={"range": [lo - 0.5, hi + 0.5]},
     )
     return fig
+
+
+def selected_event_trace(a: ReplayArrays, selected: int) -> go.Scatter:
+    """The "selected event" ring of :func:`totals_figure` (its last trace) for event ``selected``."""
+    return go.Scatter(
+        x=[int(a.ev_step[selected])],
+        y=[int(a.ev_after[selected])],
+        mode="markers",
+        name="selected event",
+        marker={"symbol": "circle-open", "size": 18, "color": "#000000", "line": {"width": 2}},
+        customdata=[selected],
+        hovertext=[event_hover(a.events[selected], selected)],
+        hovertemplate="%{hovertext}<extra></extra>",
+    )
+
+
+def selected_step_line(fig: go.Figure, step: int) -> None:
+    """The dotted vertical line :func:`context_window_figure` draws at ``selected_step``."""
+    fig.add_vline(x=step, line={"color": "#000000", "dash": "dot", "width": 1})
 
 
 def _segments(x0: np.ndarray, x1: np.ndarray, y: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
@@ -504,7 +512,7 @@ def context_window_figure(
             )
         )
     if selected_step is not None and lo <= selected_step <= hi:
-        fig.add_vline(x=selected_step, line={"color": "#000000", "dash": "dot", "width": 1})
+        selected_step_line(fig, selected_step)
     title = "Context window over time"
     if stride > 1:
         title += f" (every {stride}th message of {len(np.nonzero((np.arange(a.n) <= hi) & (end >= lo))[0]):,})"
