@@ -37,6 +37,10 @@ from .conversations import (
 from .eviction import EvictionStep, evict_conversations, eviction_curve, explain_eviction, kept_from
 from .history import (
     DROP_REASONS,
+    ClearedMessage,
+    Clearing,
+    ClearThinking,
+    ClearToolUses,
     Compaction,
     DroppedMessage,
     History,
@@ -53,6 +57,21 @@ from .loading import (
     load_history,
     load_history_with_report,
 )
+from .prompt_cache import (
+    ANTHROPIC_SONNET,
+    OPENAI_GPT,
+    PROVIDERS,
+    CachePricing,
+    CacheTotals,
+    CostSweepRow,
+    PromptCache,
+    cache_accounting,
+    common_prefix_tokens,
+    prefix_tokens_of_contexts,
+    prompt_cache,
+    sweep_limit_costs,
+    unchanged_prefix_tokens,
+)
 from .tail import TailLoad, load_tail
 from .replay import (
     CompactionLog,
@@ -64,6 +83,8 @@ from .replay import (
     replay,
     sweep_limits,
 )
+from .outcomes import CallOutcome, DropReason, LoadFailure, StopReason
+from .safe_limit import SafeLimit, explain_safe_limit, smallest_safe_limit
 from .summarizers import ExtractiveSummarizer, LLMSummarizer
 from .synthetic import generate_conversation, generate_shoppers
 from .tokens import (
@@ -79,8 +100,13 @@ from .tokens import (
 
 __all__ = [
     "ApproxCounter",
+    "CallOutcome",
     "CallRecord",
     "check_text",
+    "ClearedMessage",
+    "Clearing",
+    "ClearThinking",
+    "ClearToolUses",
     "Compaction",
     "CompactionLog",
     "context_at",
@@ -91,12 +117,14 @@ __all__ = [
     "DEFAULT_MAX_BYTES",
     "DROP_REASONS",
     "DroppedMessage",
+    "DropReason",
     "EncodingUnavailableError",
     "dump_conversations",
     "evict_conversations",
     "eviction_curve",
     "EvictionStep",
     "explain_eviction",
+    "explain_safe_limit",
     "extract_listing_ids",
     "ExtractiveSummarizer",
     "FormatError",
@@ -117,6 +145,7 @@ __all__ = [
     "load_history_with_report",
     "load_tail",
     "LoadedPage",
+    "LoadFailure",
     "LoadReport",
     "LoadResult",
     "make_counter",
@@ -129,9 +158,12 @@ __all__ = [
     "replay",
     "ReplayStats",
     "ROLES",
+    "SafeLimit",
+    "smallest_safe_limit",
     "SQLStore",
     "Skipped",
     "STOP_REASONS",
+    "StopReason",
     "Summarizer",
     "SummarizerError",
     "SummaryEvent",
@@ -144,6 +176,20 @@ __all__ = [
     "ToolCall",
     "TransientError",
     "UPLOAD_MAX_BYTES",
+    # prompt-cache cost accounting (issue 10 item 7)
+    "ANTHROPIC_SONNET",
+    "OPENAI_GPT",
+    "PROVIDERS",
+    "CachePricing",
+    "CacheTotals",
+    "CostSweepRow",
+    "PromptCache",
+    "cache_accounting",
+    "common_prefix_tokens",
+    "prefix_tokens_of_contexts",
+    "prompt_cache",
+    "sweep_limit_costs",
+    "unchanged_prefix_tokens",
 ]
 
 

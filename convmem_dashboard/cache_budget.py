@@ -153,12 +153,22 @@ def get_context_figure(
 
 
 @st.cache_resource(show_spinner=False, max_entries=8)
-def get_comparison_figure(dataset_key: str, conv_id: str, a: HistorySettings, b: HistorySettings):
-    """figures_budget.comparison_figure of A's and B's stats (read-only)."""
-    return comparison_figure(get_stats(dataset_key, conv_id, a), get_stats(dataset_key, conv_id, b))
+def _comparison_base(dataset_key: str, conv_id: str, a: HistorySettings, b: HistorySettings) -> dict:
+    return comparison_figure(get_stats(dataset_key, conv_id, a), get_stats(dataset_key, conv_id, b)).to_dict()
+
+
+def get_comparison_figure(dataset_key: str, conv_id: str, a: HistorySettings, b: HistorySettings) -> go.Figure:
+    """figures_budget.comparison_figure of A's and B's stats (a fresh copy of the cached one:
+    callers may add to it)."""
+    return go.Figure(_comparison_base(dataset_key, conv_id, a, b), _validate=False)
 
 
 @st.cache_resource(show_spinner=False, max_entries=8)
-def get_sweep_figure(dataset_key: str, conv_id: str, settings: HistorySettings, limits: tuple[int, ...]):
-    """figures_budget.sweep_figure of the sweep over ``limits``, the current limit marked."""
-    return sweep_figure(get_sweep(dataset_key, conv_id, settings, limits), settings.limit)
+def _sweep_base(dataset_key: str, conv_id: str, settings: HistorySettings, limits: tuple[int, ...]) -> dict:
+    return sweep_figure(get_sweep(dataset_key, conv_id, settings, limits), settings.limit).to_dict()
+
+
+def get_sweep_figure(dataset_key: str, conv_id: str, settings: HistorySettings, limits: tuple[int, ...]) -> go.Figure:
+    """figures_budget.sweep_figure of the sweep over ``limits``, the current limit marked (a
+    fresh copy of the cached one: the page adds the safe limit's line to it)."""
+    return go.Figure(_sweep_base(dataset_key, conv_id, settings, limits), _validate=False)
