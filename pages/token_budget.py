@@ -15,6 +15,7 @@ from convmem_dashboard import cache_budget as cb
 from convmem_dashboard import clearing_view as cv
 from convmem_dashboard import panel_cost
 from convmem_dashboard import view_token_budget as vm
+from convmem_dashboard.agent_view import add_agent_compactions, compaction_table, has_session, session_caption
 from convmem_dashboard.data import current_dataset
 from convmem_dashboard.entry import require_entry
 from convmem_dashboard.export_safety import download_csv, download_json
@@ -310,7 +311,9 @@ if n_events > 0:
 selected = nav.index if nav is not None else None
 
 st.plotly_chart(
-    cv.mark_clearings(cb.get_totals_figure(key, conv_id, settings, win[0], win[1], selected), r, win[0], win[1]),
+    add_agent_compactions(  # a coding-agent session: its own compactions beside convmem's
+        cv.mark_clearings(cb.get_totals_figure(key, conv_id, settings, win[0], win[1], selected), r, win[0], win[1]),
+        conv, start=win[0], stop=win[1]),
     key="tot_pick",
     on_select=_on_chart_pick,
     selection_mode="points",
@@ -318,6 +321,9 @@ st.plotly_chart(
 st.caption(totals_caption(n_events, arrays.has_target, arrays.summary_budget is not None))
 if stats.clearings:
     st.caption(cv.clearing_caption(stats))
+if has_session(conv):  # issue 13: what the agent kept at each of its compactions, beside convmem
+    st.caption(f"{session_caption(conv)}. Green stars: the agent's own compactions; orange dots: the prompt the provider reported per call.")
+    st.dataframe(compaction_table(conv, r), hide_index=True, key="agent_cmp_table")
 
 st.subheader("Drop events")
 if selected is None:

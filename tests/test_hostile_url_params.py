@@ -186,7 +186,7 @@ PAGE_KEYS = {
     "pages/token_budget.py": ["data", "conv", "limit", "pin_sys", "pin_user", "tools", "on_user", "tmode", "tgt",
                               "tgt_tok", "sum", "sb", "win", "ev", "ctx_step", "cmp", "b_limit", "b_tgt", "b_sum",
                               "b_pol", "sweep", "sw_n", "pg", "cp", "cp_in", "cp_read", "cp_write", "cp_min",
-                              "cp_inc"],
+                              "cp_inc", "sl_p", "sl_id", "clr", "clr_trig", "clr_keep", "clr_min", "b_clr"],
     "pages/listing_eviction.py": ["data", "shopper", "cap", "only"],
 }
 #: Values that open the widgets shown only under another setting (target, budget, B, step mode).
