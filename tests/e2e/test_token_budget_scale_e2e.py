@@ -51,7 +51,7 @@ def test_drop_events_navigable_and_metrics_whole_at_1e5_with_summaries(page, str
 
     # every metric is whole at 1,400 px: value and label not cut, numbers with separators
     values = metric_values(page)
-    assert len(values) == 6 and all(values), values
+    assert len(values) >= 6 and all(values), values  # six of the replay, plus the panels'
     assert all(re.fullmatch(r"\d{1,3}(,\d{3})*", v) for v in values), values
     for sel in ('[data-testid="stMetricValue"]', '[data-testid="stMetricLabel"]'):
         for i in range(page.locator(sel).count()):
