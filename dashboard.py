@@ -5,11 +5,14 @@ Entry point only: page config, the data picker shared by every page, navigation.
 
 import streamlit as st
 
-from convmem_dashboard.data import dataset_picker
+from convmem_dashboard.data import dataset_picker, read_database_param
 from convmem_dashboard.entry import mark_entry
 from convmem_dashboard.url_params import sanitize_query_params
 
 st.set_page_config(page_title="convmem", page_icon=":material/memory:", layout="wide")
+# ?db=<database URL> opens a live database; read and removed from the URL first (it may hold a
+# password), before anything could echo it (convmem_dashboard.data).
+read_database_param()
 # Before any widget is seeded from the URL: Streamlit's own parsing of a bound value such as
 # ?seed=inf raises before a page could catch it (convmem_dashboard.url_params, issue 9).
 sanitize_query_params()

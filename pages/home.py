@@ -9,6 +9,7 @@ from convmem_dashboard.data import (
     register_upload,
     upload_skipped,
 )
+from convmem_dashboard.db_panel import database_panel
 from convmem_dashboard.entry import require_entry
 
 require_entry()
@@ -40,6 +41,7 @@ c1.metric("Conversations", f"{len(dataset.conversations):,}")
 c2.metric("Messages", f"{dataset.message_count:,}")
 c3.metric("Shoppers", f"{len({c.user_id for c in dataset.conversations if c.user_id}):,}")
 st.caption(f"Source: {dataset.note}. Pick another dataset in the sidebar.")
+database_panel(dataset.key)
 
 
 def _on_upload() -> None:
