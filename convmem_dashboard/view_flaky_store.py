@@ -200,6 +200,8 @@ def count(n: int) -> str:
 
 def seconds(x: float) -> str:
     """Virtual seconds with a unit, at most 12 characters whatever the size."""
+    if x >= 1e8:
+        return f"{x:.2e} s"
     if x >= 1_000:
         return f"{x:,.0f} s"
     if x >= 10:
