@@ -19,6 +19,7 @@ _ERROR = "db_form_error"
 
 def _open() -> None:
     text = st.session_state.get("db_url", "")
+    st.session_state["db_url"] = ""  # the URL (and any password) leaves the page either way
     st.session_state.pop(_ERROR, None)
     try:
         key = register_database(text)

@@ -163,9 +163,10 @@ def parse_database_url(text: Any) -> DatabaseSource:
             "postgresql://user@host:port/database"
         ) from None
     shown = _hidden(url)
-    backend, driver = url.get_backend_name(), url.get_driver_name()
+    # From the name alone: get_driver_name() would import the dialect (any name, any module).
+    backend, _plus, driver = url.drivername.partition("+")
     if backend == "sqlite":
-        if driver != "pysqlite":
+        if driver not in ("", "pysqlite"):
             raise DatabaseSourceError(f"SQLite is opened with Python's sqlite3 (sqlite:///), got {shown!r}")
         database = url.database or ""
         if database in ("", ":memory:") or url.query.get("mode") == "memory":
@@ -176,7 +177,7 @@ def parse_database_url(text: Any) -> DatabaseSource:
             database = database.removeprefix("file:")
         return _sqlite_source(database, shown)
     if backend == "postgresql":
-        if "+" in url.drivername and driver != "psycopg":
+        if driver not in ("", "psycopg"):
             raise DatabaseSourceError(
                 f"PostgreSQL is reached through psycopg 3 (postgresql:// or postgresql+psycopg://), "
                 f"got {shown!r}"
@@ -193,10 +194,12 @@ def parse_database_url(text: Any) -> DatabaseSource:
 def engine_options(source: DatabaseSource) -> dict[str, Any]:
     """create_engine arguments that keep the dashboard read-only and bounded in waiting."""
     if source.dialect == "postgresql":
+        given = source.url.query.get("options")  # e.g. -csearch_path=agent: kept
+        given = " ".join(given) if isinstance(given, tuple) else (given or "")
         return {
             "connect_args": {
                 "connect_timeout": CONNECT_TIMEOUT_S,
-                "options": "-c default_transaction_read_only=on",
+                "options": f"{given} -c default_transaction_read_only=on".strip(),
                 "application_name": "convmem-dashboard",
             },
             "pool_pre_ping": True,
