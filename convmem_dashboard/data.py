@@ -252,6 +252,7 @@ def read_database_param() -> None:
         st.session_state[_DB_ERROR] = str(exc)
         return
     st.session_state[_DATA_KEY] = key
+    st.query_params[_DATA_KEY] = key  # the link now names the database by its key only
     st.session_state[_URL_READ_KEY] = True  # the link's ?data= (if any) gives way to ?db=
 
 

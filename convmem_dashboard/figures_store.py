@@ -185,7 +185,7 @@ def call_timeline(
                 mode="text",
                 text=[f"×{g[2]:,}" for g in groups],
                 textposition="top right",
-                textfont={"size": 12, "color": "#444"},
+                textfont={"size": 12 if _requests <= 60 else 9, "color": "#444"},
                 name="calls drawn on top of each other (count)",
                 meta="coinciding",
                 hovertext=[f"{g[2]:,} calls of request {g[1]:,} within "

@@ -330,7 +330,7 @@ def failure_message(run: FlakyRun) -> str:
     page = "The first page" if err["cursor"] == FIRST_PAGE else f"The page at {where}"
     return (
         f"{page} kept failing: {why} after {err['attempts']} "
-        f"attempt(s). {err['loaded']} of {len(run.truth)} messages were loaded before it; a caller "
+        f"attempt(s). {err['loaded']:,} of {len(run.truth):,} messages were loaded before it; a caller "
         f"keeps them and can resume from {where}. load_history raised PageLoadError "
         f"instead of returning a partial history. Last error: {err['last_error']}"
     )

@@ -140,7 +140,7 @@ with st.container(border=True):
                 "…right after page k is served", *P["arr_at"].slider, key="arr_at", **URL,
             )
             high_water = st.checkbox(
-                "Stop at the high-water mark read at the start", P["hwm"].default, key="hwm",
+                "Stop at the start's high-water mark", P["hwm"].default, key="hwm",
                 help="pager(id, high_water=store.high_water_mark(id)): the load ends at the "
                 "messages there were when it started; a follow-up pager(id, after=pager.position) "
                 "returns exactly what arrived since.", **URL,
