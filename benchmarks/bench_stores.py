@@ -15,6 +15,11 @@ $CONVMEM_TEST_POSTGRES_URL), on PostgreSQL (in a schema of its own, dropped at t
 - baseline "one SELECT + Message": the same, each row made a Message (the work a load cannot
   avoid).
 
+Then tail loading (issue 12, item 4): ``load_tail(store.pager(cid, newest_first=True), 8000,
+**policies)`` against a full load fed through ``History(8000, **policies)`` (the same kept
+messages, checked), page size 100, with no policy and with the agent policies
+(``pin_latest_user``, ``keep_tool_groups``): pages fetched, seconds, and the ratios.
+
 Ratios, not absolute times, are the measure. Nothing here asserts.
 """
 
@@ -32,10 +37,15 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 import sqlalchemy as sa  # noqa: E402
 
-from convmem import Message, load_history  # noqa: E402
+from convmem import History, Message, load_history, load_tail  # noqa: E402
 from convmem.stores import SQLStore  # noqa: E402
 
 SCHEMA = "convmem_bench"
+TAIL_BUDGET = 8000
+TAIL_POLICIES = {
+    "no policy": {},
+    "pin_latest_user+keep_tool_groups": {"pin_latest_user": True, "keep_tool_groups": True},
+}
 
 
 def interleaved(workloads: dict, repeat: int) -> dict[str, float]:
@@ -111,6 +121,7 @@ def bench(label: str, store: SQLStore, n: int, repeat: int) -> list[tuple[str, f
         workloads[f"load_history, keyset pages of {page_size}"] = load
         workloads[f"bare keyset walk, pages of {page_size}"] = walk
     times = interleaved(workloads, repeat)
+    bench_tail(label, store, cid, messages, repeat)
     results = []
     for page_size in (100, 1000):
         name = f"load_history, keyset pages of {page_size}"
@@ -122,14 +133,50 @@ def bench(label: str, store: SQLStore, n: int, repeat: int) -> list[tuple[str, f
     return results
 
 
+def bench_tail(label: str, store: SQLStore, cid: str, messages: list[Message], repeat: int,
+               page_size: int = 100) -> None:
+    """Tail loading vs a full load + History for one conversation; prints its own table."""
+    workloads = {}
+    pages = {}
+    for name, policies in TAIL_POLICIES.items():
+        def full(policies=policies):
+            history = History(TAIL_BUDGET, **policies)
+            for m in load_history(store.pager(cid, page_size=page_size), max_pages=10**6):
+                history.add(m)
+            return tuple(history.context())
+
+        def tail(policies=policies):
+            return load_tail(store.pager(cid, newest_first=True, page_size=page_size),
+                             TAIL_BUDGET, total_messages=len(messages), **policies)
+
+        got = tail()
+        assert got.messages == full() and got.stopped_early, name
+        pages[name] = (got.pages, got.full_load_pages, len(got.messages), got.tokens)
+        workloads[f"full {name}"] = full
+        workloads[f"tail {name}"] = tail
+    times = interleaved(workloads, repeat)
+    print(f"  [{label}] tail loading, {len(messages):,} messages, {TAIL_BUDGET:,}-token budget, "
+          f"pages of {page_size}:")
+    print(f"    {'policies':<34} {'kept':>5} {'tokens':>6} {'pages tail/full':>16} "
+          f"{'tail s':>8} {'full s':>8} {'time ratio':>10}")
+    for name in TAIL_POLICIES:
+        tail_pages, full_pages, kept, tokens = pages[name]
+        t_tail, t_full = times[f"tail {name}"], times[f"full {name}"]
+        print(f"    {name:<34} {kept:>5} {tokens:>6} {tail_pages:>7}/{full_pages:<8} "
+              f"{t_tail:8.4f} {t_full:8.3f} {t_tail / t_full:9.5f}x")
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--n", type=int, default=100_000)
     ap.add_argument("--repeat", type=int, default=5)
     ap.add_argument("--postgres", default=os.environ.get("CONVMEM_TEST_POSTGRES_URL"),
                     help="a PostgreSQL URL (default $CONVMEM_TEST_POSTGRES_URL); omit to skip")
+    ap.add_argument("--schema", default=SCHEMA,
+                    help=f"the PostgreSQL schema to create and drop (default {SCHEMA})")
     args = ap.parse_args()
     n, r = args.n, args.repeat
+    schema = args.schema
     print(f"convmem store benchmark: n = {n:,} messages in one conversation, best of {r}, "
           f"Python {sys.version.split()[0]}, SQLAlchemy {sa.__version__}")
     rows = []
@@ -139,15 +186,15 @@ def main() -> None:
     if args.postgres:
         admin = sa.create_engine(args.postgres)
         with admin.begin() as conn:
-            conn.execute(sa.text(f"DROP SCHEMA IF EXISTS {SCHEMA} CASCADE"))
-            conn.execute(sa.text(f"CREATE SCHEMA {SCHEMA}"))
+            conn.execute(sa.text(f"DROP SCHEMA IF EXISTS {schema} CASCADE"))
+            conn.execute(sa.text(f"CREATE SCHEMA {schema}"))
         try:
-            options = {"connect_args": {"options": f"-c search_path={SCHEMA}"}}
+            options = {"connect_args": {"options": f"-c search_path={schema}"}}
             with SQLStore(args.postgres, engine_options=options) as store:
                 rows += bench("PostgreSQL", store, n, r)
         finally:
             with admin.begin() as conn:
-                conn.execute(sa.text(f"DROP SCHEMA IF EXISTS {SCHEMA} CASCADE"))
+                conn.execute(sa.text(f"DROP SCHEMA IF EXISTS {schema} CASCADE"))
             admin.dispose()
     else:
         print("  (PostgreSQL skipped: pass --postgres URL or set CONVMEM_TEST_POSTGRES_URL)")

@@ -2,7 +2,8 @@
 
 Three parts (SPEC §3-§5), each usable alone:
 
-* :func:`load_history` loads a conversation page by page from a store that fails now and then.
+* :func:`load_history` loads a conversation page by page from a store that fails now and then
+  (:func:`iter_pages` streams it; :func:`load_tail` fetches only the newest messages History keeps).
 * :class:`History` keeps what goes to the model under its token limit, with the policies real
   agents need (pins, tool-call groups, trigger/target compaction, budgeted summaries).
 * :func:`evict_conversations` forgets whole past conversations that mention too many listings.
@@ -45,10 +46,14 @@ from .history import (
 from .loading import (
     STOP_REASONS,
     CallRecord,
+    LoadedPage,
     LoadReport,
+    iter_messages,
+    iter_pages,
     load_history,
     load_history_with_report,
 )
+from .tail import TailLoad, load_tail
 from .replay import (
     CompactionLog,
     HistorySettings,
@@ -102,12 +107,16 @@ __all__ = [
     "History",
     "HistorySettings",
     "ImageRef",
+    "iter_messages",
+    "iter_pages",
     "kept_from",
     "LISTING_ID_PATTERN",
     "LLMSummarizer",
     "load_conversations",
     "load_history",
     "load_history_with_report",
+    "load_tail",
+    "LoadedPage",
     "LoadReport",
     "LoadResult",
     "make_counter",
@@ -128,6 +137,7 @@ __all__ = [
     "SummaryEvent",
     "sweep_limits",
     "SweepRow",
+    "TailLoad",
     "TiktokenCounter",
     "to_openai_jsonl",
     "TokenCounter",

@@ -44,8 +44,15 @@ Time, in seconds, is read from the injected ``clock`` and spent through the inje
 >>> report.stop_reason, report.pages, [c.cursor for c in report.calls]
 ('empty_page', 3, [None, 'c1', 'c2'])
 
+Streaming: :func:`iter_pages` (and :func:`iter_messages`) run the very same walk and hand each
+page's new messages over as they come, for a caller that must not hold the whole history;
+``load_history`` is that iterator with the pages collected (one loop, not two). A load that failed
+with :class:`~convmem.PageLoadError` resumes with ``resume=error``, ending with exactly what one
+clean load returns.
+
 Complexity: O(messages + pages) time (plus the calls the retries make) and O(messages + distinct
-cursors) memory; the report keeps one small record per call, at most ``attempts`` per page. Errors
+cursors) memory (streaming: O(page + distinct cursors + ids seen); O(page + distinct cursors) with
+``unique_ids=True``); the report keeps one small record per call, at most ``attempts`` per page. Errors
 describe foreign objects (a bad return value, a cursor, an error's text) in at most
 :data:`DESCRIBE_LIMIT` characters, in time independent of their size.
 """
@@ -56,7 +63,7 @@ import math
 import random as _random
 import reprlib
 import time
-from collections.abc import Callable, Hashable, Sequence
+from collections.abc import Callable, Hashable, Iterator, Sequence
 from dataclasses import asdict, dataclass
 from typing import Any
 
@@ -75,7 +82,9 @@ __all__ = [
     "FAILURE_ERROR",
     "FAILURES",
     "LoadReport",
+    "LoadedPage",
     "OUTCOMES",
+    "STOP_CLOSED",
     "STOP_EMPTY_PAGE",
     "STOP_END",
     "STOP_NO_PROGRESS",
@@ -83,6 +92,8 @@ __all__ = [
     "STOP_REASONS",
     "STOP_REPEATED_CURSOR",
     "backoff_bound",
+    "iter_messages",
+    "iter_pages",
     "load_history",
     "load_history_with_report",
 ]
@@ -194,7 +205,8 @@ class LoadReport:
         transient_failures: calls that failed with a retryable error.
         duplicates_skipped: messages skipped because their id was already loaded.
         messages_loaded: distinct messages loaded.
-        stop_reason: one of :data:`STOP_REASONS`, or None while running or when the run raised.
+        stop_reason: one of :data:`STOP_REASONS`, or None while running or when the run raised,
+            or :data:`STOP_CLOSED` when the consumer of :func:`iter_pages` stopped early.
         failure: one of :data:`FAILURES` when the run raised, else None.
         error: ``"TypeName: message"`` of what the run raised, else None.
         elapsed: seconds on the injected clock from the start to the end of the run (None while
@@ -487,83 +499,99 @@ class _Call:
         self.replay = False
 
 
-# -- the loader ------------------------------------------------------------------------------------
+# -- the walk (one loop; load_history, iter_pages and iter_messages all run it) --------------------
 
 
-def load_history(
-    fetch_page: Callable[[Any], tuple[Sequence[Message], Any]],
-    *,
-    max_pages: int = 100_000,
-    empty_page_ends: bool = True,
-    attempts: int = 5,
-    base_delay: float = 0.1,
-    max_delay: float = 10.0,
-    deadline: float | None = None,
-    retry_on: tuple[type[Exception], ...] = (),
-    sleep: Callable[[float], Any] = time.sleep,
-    random: Any = _random.random,
-    clock: Callable[[], float] = time.monotonic,
-    on_event: Callable[[CallRecord], Any] | None = None,
-    report: LoadReport | None = None,
-) -> list[Message]:
-    """Load every message of a paged store, oldest first, each id once (SPEC §3).
+@dataclass(frozen=True, slots=True)
+class LoadedPage:
+    """One successful page of a streamed load (what :func:`iter_pages` yields). Immutable.
 
-    Args:
-        fetch_page: ``fetch_page(cursor) -> (list[Message], next_cursor | None)``; called with
-            ``None`` first. Cursors must be hashable. It may raise TransientError.
-        max_pages: stop after this many successful pages (``"page_cap"``); an int >= 1.
-        empty_page_ends: an empty page ends the load (``"empty_page"``, default). With False an
-            empty page that carries a cursor is followed (for filtered stores); one whose cursor is
-            None ends with ``"end"``; the repeated-cursor rule and ``max_pages`` still bound it.
-        attempts: tries per call (the first try plus retries), an int >= 1.
-        base_delay: seconds; the jitter bound before the first retry of a call. Finite, >= 0.
-        max_delay: seconds; the jitter bound never exceeds it. Finite, >= 0.
-        deadline: seconds since the start of this run on ``clock``, or None. A failed call is
-            retried only if ``elapsed + next_delay <= deadline``; otherwise PageLoadError. The
-            deadline bounds waiting on failures only: pages that succeed are never cut off by it.
-        retry_on: extra exception types (subclasses of Exception) to retry like TransientError.
-        sleep: ``sleep(seconds)``, given to tenacity for the backoff sleeps.
-        random: the jitter source: a callable returning a float in [0, 1] (``random.random``) or an
-            object with a ``.random()`` method (``random.Random(seed)``).
-        clock: ``clock() -> seconds`` (monotonic), read for the deadline and the report times.
-        on_event: called with each :class:`CallRecord` as soon as its outcome is known (for a
-            failed call that will be retried: before the backoff sleep).
-        report: a fresh :class:`LoadReport` to fill, or None.
-
-    Returns:
-        The distinct messages in conversation order (first occurrence of each id kept).
-
-    Complexity: O(messages + pages) time plus the calls retries make; O(messages + distinct
-    cursors) memory, one small record per call. When nothing fails, tenacity is never entered.
-
-    Raises:
-        PageLoadError: a call kept failing with a retryable error (``attempts`` used up, or the next
-            sleep would pass ``deadline``). Carries ``cursor``, ``attempts``, ``loaded`` (the
-            messages so far) and ``report``; the last error is its ``__cause__``.
-        TypeError / ValueError: a bad option (names the option and the value), or ``fetch_page``
-            returned something that is not ``(list of Message, hashable cursor)`` (names the cursor
-            and what came back).
-        Exception: any non-retryable exception from ``fetch_page`` propagates at once, unretried.
-
-    >>> from convmem import Message, TransientError
-    >>> from convmem.testing import VirtualClock
-    >>> failures = [TransientError("503"), TransientError("timeout")]
-    >>> def fetch_page(cursor):
-    ...     if failures:
-    ...         raise failures.pop(0)
-    ...     return [Message("m1", "user", 3)], None
-    >>> clock = VirtualClock()
-    >>> report = LoadReport()
-    >>> [m.id for m in load_history(fetch_page, sleep=clock.sleep, clock=clock,
-    ...                             random=lambda: 0.5, report=report)]
-    ['m1']
-    >>> report.delays, report.retries, report.stop_reason
-    ((0.05, 0.1), 2, 'end')
-    >>> load_history(fetch_page, attempts=0)
-    Traceback (most recent call last):
-    ...
-    ValueError: attempts must be >= 1, got 0
+    Attributes:
+        index: 0-based position of this page among the run's successful pages.
+        cursor: the cursor that was passed to ``fetch_page`` for it.
+        next_cursor: the cursor the page pointed to (None at the end).
+        messages: the page's messages whose id was new, in page order (a tuple; de-duplicated
+            against every earlier page of the run, and within the page; with ``unique_ids=True``
+            every message of the page).
+        size: messages on the page as the store served it.
+        duplicates: messages of the page skipped as already loaded (``size - len(messages)``).
     """
+
+    index: int
+    cursor: Any
+    next_cursor: Any
+    messages: tuple[Message, ...]
+    size: int
+    duplicates: int
+
+
+#: LoadReport.stop_reason of a streamed run whose consumer stopped iterating (closed the iterator)
+#: before a stop rule fired. Not one of :data:`STOP_REASONS`: no rule stopped the walk.
+STOP_CLOSED = "closed"
+
+
+class _Resume:
+    """What a resumed walk starts from (taken from a PageLoadError)."""
+
+    __slots__ = ("cursor", "loaded", "seen", "requested", "pages")
+
+    def __init__(
+        self, cursor: Any, loaded: list[Message], seen: set[str] | None, requested: set[Any],
+        pages: int,
+    ) -> None:
+        self.cursor, self.loaded, self.seen = cursor, loaded, seen
+        self.requested, self.pages = requested, pages
+
+
+def _resume_from(error: Any) -> _Resume:
+    """The state a load resumes from: the failed cursor, the messages loaded, the ids seen, the
+    cursors requested and the pages loaded before the failure (a walk attaches them to the
+    PageLoadError it raises; for one made by hand they are rebuilt from ``loaded`` and ``report``).
+    """
+    if not isinstance(error, PageLoadError):
+        raise TypeError(
+            f"resume must be the PageLoadError a failed load raised, got {_bounded_repr(error)}"
+        )
+    loaded = error.loaded
+    if not isinstance(loaded, list):
+        raise TypeError(
+            f"resume: PageLoadError.loaded must be a list of Message, got {_bounded_repr(loaded)}"
+        )
+    _check_items(loaded, error.cursor)
+    state = getattr(error, "_convmem_resume", None)
+    if state is not None:
+        seen, requested, pages = state
+        return _Resume(
+            error.cursor, list(loaded), None if seen is None else set(seen), set(requested), pages
+        )
+    report = error.report
+    requested: set[Any] = {None}
+    pages = 0
+    if isinstance(report, LoadReport):
+        requested.update(c.cursor for c in report.calls)
+        pages = report.pages
+    requested.add(error.cursor)
+    return _Resume(error.cursor, list(loaded), {m.id for m in loaded}, requested, pages)
+
+
+def _validate(
+    fetch_page: Any,
+    max_pages: Any,
+    empty_page_ends: Any,
+    attempts: Any,
+    base_delay: Any,
+    max_delay: Any,
+    deadline: Any,
+    retry_on: Any,
+    sleep: Any,
+    random: Any,
+    clock: Any,
+    on_event: Any,
+    report: Any,
+    unique_ids: Any,
+    resume: Any,
+) -> tuple[Callable[[], float], LoadReport, _Resume | None]:
+    """Check every option (each error names the option and the value)."""
     _check_callable("fetch_page", fetch_page)
     _check_count("max_pages", max_pages)
     if not isinstance(empty_page_ends, bool):
@@ -590,13 +618,43 @@ def load_history(
     _check_callable("clock", clock)
     if on_event is not None:
         _check_callable("on_event", on_event)
+    if not isinstance(unique_ids, bool):
+        raise TypeError(f"unique_ids must be a bool, got {_bounded_repr(unique_ids)}")
+    state = None if resume is None else _resume_from(resume)
     if report is None:
         report = LoadReport()
     elif not isinstance(report, LoadReport):
         raise TypeError(f"report must be a LoadReport or None, got {_bounded_repr(report)}")
     elif report._started:
         raise ValueError(f"report must be a fresh LoadReport, got one already used: {report!r}")
+    return rand, report, state
 
+
+def _walk(
+    fetch_page: Callable[[Any], Any],
+    out: list[Message],
+    report: LoadReport,
+    rand: Callable[[], float],
+    state: _Resume | None,
+    max_pages: int,
+    empty_page_ends: bool,
+    attempts: int,
+    base_delay: float,
+    max_delay: float,
+    deadline: float | None,
+    retry_on: tuple[type[Exception], ...],
+    sleep: Callable[[float], Any],
+    clock: Callable[[], float],
+    on_event: Callable[[CallRecord], Any] | None,
+    unique_ids: bool,
+) -> Iterator[tuple[Any, ...]]:
+    """The one paging loop (module doc). Appends each page's new messages to ``out`` and then
+    yields the page's CallRecord fields; the consumer may empty ``out`` between pages (streaming)
+    or let it grow (load_history). Options are already validated.
+
+    Memory: ``out`` (as the consumer keeps it), the requested cursors, and the ids seen (none with
+    ``unique_ids``), plus one small record per call in the report.
+    """
     start = clock()
     if not _is_number(start):
         raise TypeError(f"clock must return a number of seconds, got {_bounded_repr(start)}")
@@ -630,7 +688,7 @@ def load_history(
         report._stop_reason = stop_reason
         report._failure = failure
         report._error = None if error is None else _describe(error)
-        report._messages_loaded = len(loaded)
+        report._messages_loaded = count
         report._elapsed = now()
 
     retry_types: tuple[type[BaseException], ...] = (TransientError, *retry_on)
@@ -670,11 +728,21 @@ def load_history(
         reraise=False,
     )
 
-    loaded: list[Message] = []
-    seen_ids: set[str] = set()
-    seen_add, loaded_append = seen_ids.add, loaded.append
-    requested: set[Any] = set()
-    cursor: Any = None
+    if state is None:
+        seen_ids: set[str] | None = None if unique_ids else set()
+        requested: set[Any] = set()
+        cursor: Any = None
+        pages_before = 0
+    else:
+        seen_ids = None if unique_ids else (
+            state.seen if state.seen is not None else {m.id for m in state.loaded}
+        )
+        requested = state.requested
+        cursor = state.cursor
+        pages_before = state.pages
+    #: messages loaded in this walk plus those it resumed from
+    count = 0 if state is None else len(state.loaded)
+    loaded = out
     stop_reason: str | None = None
 
     def retry_call(cursor: Any, started_at: float, first: BaseException) -> Any:
@@ -701,11 +769,17 @@ def load_history(
                 )
                 error = PageLoadError(
                     f"fetch_page({_bounded_repr(cursor)}) kept failing after {detail}; "
-                    f"{len(loaded)} message(s) loaded so far; last error: {_describe(last)}",
+                    f"{count} message(s) loaded so far; last error: {_describe(last)}",
                     cursor=cursor,
                     attempts=current.attempt,
                     loaded=list(loaded),
                     report=report,
+                )
+                # What a resumed load needs beyond .cursor and .loaded (see _resume_from).
+                error._convmem_resume = (  # type: ignore[attr-defined]
+                    None if seen_ids is None else frozenset(seen_ids),
+                    frozenset(requested),
+                    pages_before + report._pages,
                 )
                 finish(why, error, None)
                 raise error from last
@@ -738,29 +812,39 @@ def load_history(
             before = len(loaded)
             try:
                 page, next_cursor, items_checked = _check_page(result, cursor)
-                whole = True
-                if not items_checked:
-                    for message in page:
-                        if message.__class__ is not Message:
-                            whole = False
-                            break
-                        message_id = message.id
-                        if message_id not in seen_ids:
-                            seen_add(message_id)
-                            loaded_append(message)
-                    if not whole:
-                        # An item that is not exactly a Message: undo this page, then check it
-                        # whole (a subclass of Message is fine; anything else is a TypeError).
-                        for message in loaded[before:]:
-                            seen_ids.discard(message.id)
-                        del loaded[before:]
-                        _check_items(page, cursor)
-                if items_checked or not whole:
-                    for message in page:
-                        message_id = message.id
-                        if message_id not in seen_ids:
-                            seen_add(message_id)
-                            loaded_append(message)
+                if seen_ids is None:
+                    # unique_ids: the store guarantees every id once; no set of ids is kept.
+                    if not items_checked:
+                        for message in page:
+                            if message.__class__ is not Message:
+                                _check_items(page, cursor)
+                                break
+                    loaded.extend(page)
+                else:
+                    seen_add, loaded_append = seen_ids.add, loaded.append
+                    whole = True
+                    if not items_checked:
+                        for message in page:
+                            if message.__class__ is not Message:
+                                whole = False
+                                break
+                            message_id = message.id
+                            if message_id not in seen_ids:
+                                seen_add(message_id)
+                                loaded_append(message)
+                        if not whole:
+                            # An item that is not exactly a Message: undo this page, then check it
+                            # whole (a subclass of Message is fine; anything else is a TypeError).
+                            for message in loaded[before:]:
+                                seen_ids.discard(message.id)
+                            del loaded[before:]
+                            _check_items(page, cursor)
+                    if items_checked or not whole:
+                        for message in page:
+                            message_id = message.id
+                            if message_id not in seen_ids:
+                                seen_add(message_id)
+                                loaded_append(message)
             except TypeError as exc:
                 current = _Call(cursor)
                 current.attempt, current.started_at, current.exc = attempt_number, started_at, exc
@@ -770,9 +854,10 @@ def load_history(
 
             new = len(loaded) - before
             size = len(page)
+            count += new
             report._pages += 1
             report._duplicates_skipped += size - new
-            report._messages_loaded = before + new
+            report._messages_loaded = count
             fields = (
                 len(report._calls),  # index
                 cursor,
@@ -799,18 +884,252 @@ def load_history(
                 stop_reason = STOP_REPEATED_CURSOR
             elif page and new == 0:
                 stop_reason = STOP_NO_PROGRESS
-            elif report._pages >= max_pages:
+            elif pages_before + report._pages >= max_pages:
                 stop_reason = STOP_PAGE_CAP
             else:
                 cursor = next_cursor
+            if stop_reason is not None:
+                # Closed before the last page is handed over: a consumer that stops right after
+                # it still sees the stop reason.
+                finish(None, None, stop_reason)
+            try:
+                yield fields
+            except GeneratorExit:
+                if not report.finished:
+                    finish(None, None, STOP_CLOSED)
+                raise
 
     except BaseException as exc:
         # Anything not handled above (an on_event callback that raised, say) closes the report.
         if not report.finished:
             finish(FAILURE_ERROR, exc, None)
         raise
-    finish(None, None, stop_reason)
+
+
+# -- the public loaders ----------------------------------------------------------------------------
+
+
+def iter_pages(
+    fetch_page: Callable[[Any], tuple[Sequence[Message], Any]],
+    *,
+    max_pages: int = 100_000,
+    empty_page_ends: bool = True,
+    attempts: int = 5,
+    base_delay: float = 0.1,
+    max_delay: float = 10.0,
+    deadline: float | None = None,
+    retry_on: tuple[type[Exception], ...] = (),
+    sleep: Callable[[float], Any] = time.sleep,
+    random: Any = _random.random,
+    clock: Callable[[], float] = time.monotonic,
+    on_event: Callable[[CallRecord], Any] | None = None,
+    report: LoadReport | None = None,
+    unique_ids: bool = False,
+    resume: PageLoadError | None = None,
+) -> Iterator[LoadedPage]:
+    """Stream a paged store page by page: one :class:`LoadedPage` per successful page, as it comes.
+
+    The walk of :func:`load_history` (the same stop rules, retries, backoff, deadline, de-duplication
+    and :class:`LoadReport`; see the module doc), for a caller that must not hold the whole history:
+    each page's new messages are handed over and then forgotten. load_history is this iterator with
+    the pages collected.
+
+    Memory: the page at hand, the set of cursors requested (the repeated-cursor rule) and the set
+    of message ids seen (the de-duplication and the no-progress rule): O(page + distinct cursors +
+    messages ids). With ``unique_ids=True`` the store vouches that it serves each id once (a keyset
+    store such as :class:`convmem.stores.SQLStore` does: ``unique (conversation_id, message_id)``
+    and monotonic cursors), no id is remembered and memory is O(page + distinct cursors); nothing is
+    de-duplicated then, and the no-progress rule cannot fire (repeated cursors and ``max_pages``
+    still bound the walk).
+
+    The generator is lazy: nothing is fetched before the first ``next()``. Closing it early (a
+    ``break``) ends the run with ``report.stop_reason == "closed"`` (:data:`STOP_CLOSED`). A page
+    that triggers a stop rule is still yielded, and the report is closed before it is.
+
+    Args: as :func:`load_history`, plus
+        unique_ids: trust the store's unique ids (see above); default False.
+        resume: a :class:`~convmem.PageLoadError` from an earlier run: the walk starts at its
+            cursor, with its ids and cursors already seen and its pages counted for ``max_pages``;
+            only messages not yet loaded are yielded.
+
+    Raises:
+        PageLoadError: as load_history; when streaming, its ``loaded`` is empty (the messages were
+            already handed over), ``cursor`` is where to resume.
+        TypeError / ValueError / Exception: as load_history (options are checked at the call, not
+            at the first ``next()``).
+
+    >>> from convmem import Message
+    >>> pages = {None: (["m1", "m2"], "c1"), "c1": (["m2", "m3"], None)}
+    >>> def fetch_page(cursor):
+    ...     ids, nxt = pages[cursor]
+    ...     return [Message(i, "user", 1) for i in ids], nxt
+    >>> report = LoadReport()
+    >>> for page in iter_pages(fetch_page, report=report):
+    ...     print(page.index, page.cursor, [m.id for m in page.messages], page.duplicates)
+    0 None ['m1', 'm2'] 0
+    1 c1 ['m3'] 1
+    >>> report.stop_reason, report.messages_loaded
+    ('end', 3)
+    """
+    rand, report, state = _validate(
+        fetch_page, max_pages, empty_page_ends, attempts, base_delay, max_delay, deadline,
+        retry_on, sleep, random, clock, on_event, report, unique_ids, resume,
+    )
+    buffer: list[Message] = []
+    walk = _walk(
+        fetch_page, buffer, report, rand, state, max_pages, empty_page_ends, attempts,
+        base_delay, max_delay, deadline, retry_on, sleep, clock, on_event, unique_ids,
+    )
+    return _pages_of(walk, buffer, report)
+
+
+def _pages_of(
+    walk: Iterator[tuple[Any, ...]], buffer: list[Message], report: LoadReport
+) -> Iterator[LoadedPage]:
+    index = 0
+    try:
+        for fields in walk:
+            page = LoadedPage(index, fields[1], fields[7], tuple(buffer), fields[4], fields[6])
+            buffer.clear()
+            index += 1
+            yield page
+    finally:
+        walk.close()
+
+
+def iter_messages(
+    fetch_page: Callable[[Any], tuple[Sequence[Message], Any]], **options: Any
+) -> Iterator[Message]:
+    """Stream every message of a paged store once, in conversation order: :func:`iter_pages`
+    flattened. Takes its keyword options; memory as it says.
+
+    >>> from convmem import Message
+    >>> fetch = lambda cursor: ([Message("a", "user", 1), Message("b", "user", 1)], None)
+    >>> [m.id for m in iter_messages(fetch, unique_ids=True)]
+    ['a', 'b']
+    """
+    pages = iter_pages(fetch_page, **options)
+    try:
+        for page in pages:
+            yield from page.messages
+    finally:
+        pages.close()
+
+
+def load_history(
+    fetch_page: Callable[[Any], tuple[Sequence[Message], Any]],
+    *,
+    max_pages: int = 100_000,
+    empty_page_ends: bool = True,
+    attempts: int = 5,
+    base_delay: float = 0.1,
+    max_delay: float = 10.0,
+    deadline: float | None = None,
+    retry_on: tuple[type[Exception], ...] = (),
+    sleep: Callable[[float], Any] = time.sleep,
+    random: Any = _random.random,
+    clock: Callable[[], float] = time.monotonic,
+    on_event: Callable[[CallRecord], Any] | None = None,
+    report: LoadReport | None = None,
+    resume: PageLoadError | None = None,
+) -> list[Message]:
+    """Load every message of a paged store, oldest first, each id once (SPEC §3).
+
+    The pages of :func:`iter_pages` (the one walk), collected into a list.
+
+    Args:
+        fetch_page: ``fetch_page(cursor) -> (list[Message], next_cursor | None)``; called with
+            ``None`` first. Cursors must be hashable. It may raise TransientError.
+        max_pages: stop after this many successful pages (``"page_cap"``); an int >= 1.
+        empty_page_ends: an empty page ends the load (``"empty_page"``, default). With False an
+            empty page that carries a cursor is followed (for filtered stores); one whose cursor is
+            None ends with ``"end"``; the repeated-cursor rule and ``max_pages`` still bound it.
+        attempts: tries per call (the first try plus retries), an int >= 1.
+        base_delay: seconds; the jitter bound before the first retry of a call. Finite, >= 0.
+        max_delay: seconds; the jitter bound never exceeds it. Finite, >= 0.
+        deadline: seconds since the start of this run on ``clock``, or None. A failed call is
+            retried only if ``elapsed + next_delay <= deadline``; otherwise PageLoadError. The
+            deadline bounds waiting on failures only: pages that succeed are never cut off by it.
+        retry_on: extra exception types (subclasses of Exception) to retry like TransientError.
+        sleep: ``sleep(seconds)``, given to tenacity for the backoff sleeps.
+        random: the jitter source: a callable returning a float in [0, 1] (``random.random``) or an
+            object with a ``.random()`` method (``random.Random(seed)``).
+        clock: ``clock() -> seconds`` (monotonic), read for the deadline and the report times.
+        on_event: called with each :class:`CallRecord` as soon as its outcome is known (for a
+            failed call that will be retried: before the backoff sleep).
+        report: a fresh :class:`LoadReport` to fill, or None.
+        resume: the :class:`~convmem.PageLoadError` of an earlier run over the same store: this run
+            starts with its ``loaded`` messages, fetches again from its ``cursor`` (the page that
+            failed) and keeps its ids, requested cursors and page count, so the stop rules and the
+            de-duplication see one walk. The result is exactly what one clean run returns. This
+            run's report holds this run's calls (``messages_loaded`` counts all messages);
+            ``deadline`` and ``attempts`` start afresh. An error from a streaming run
+            (:func:`iter_pages`) resumes with an empty ``loaded``: the caller has the rest.
+
+    Returns:
+        The distinct messages in conversation order (first occurrence of each id kept).
+
+    Complexity: O(messages + pages) time plus the calls retries make; O(messages + distinct
+    cursors) memory, one small record per call. When nothing fails, tenacity is never entered.
+
+    Raises:
+        PageLoadError: a call kept failing with a retryable error (``attempts`` used up, or the next
+            sleep would pass ``deadline``). Carries ``cursor``, ``attempts``, ``loaded`` (the
+            messages so far) and ``report``; the last error is its ``__cause__``. Pass it as
+            ``resume=`` to carry on once the store recovers.
+        TypeError / ValueError: a bad option (names the option and the value), or ``fetch_page``
+            returned something that is not ``(list of Message, hashable cursor)`` (names the cursor
+            and what came back).
+        Exception: any non-retryable exception from ``fetch_page`` propagates at once, unretried.
+
+    >>> from convmem import Message, TransientError
+    >>> from convmem.testing import VirtualClock
+    >>> failures = [TransientError("503"), TransientError("timeout")]
+    >>> def fetch_page(cursor):
+    ...     if failures:
+    ...         raise failures.pop(0)
+    ...     return [Message("m1", "user", 3)], None
+    >>> clock = VirtualClock()
+    >>> report = LoadReport()
+    >>> [m.id for m in load_history(fetch_page, sleep=clock.sleep, clock=clock,
+    ...                             random=lambda: 0.5, report=report)]
+    ['m1']
+    >>> report.delays, report.retries, report.stop_reason
+    ((0.05, 0.1), 2, 'end')
+    >>> load_history(fetch_page, attempts=0)
+    Traceback (most recent call last):
+    ...
+    ValueError: attempts must be >= 1, got 0
+
+    Resuming after the store went down for good and came back:
+
+    >>> down = True
+    >>> def fetch_page(cursor):
+    ...     if cursor == "c1" and down:
+    ...         raise TransientError("connection refused")
+    ...     return ([Message("m1", "user", 1)], "c1") if cursor is None else ([Message("m2", "user", 1)], None)
+    >>> try:
+    ...     load_history(fetch_page, attempts=2, sleep=clock.sleep, clock=clock)
+    ... except PageLoadError as error:
+    ...     failed = error
+    >>> failed.cursor, [m.id for m in failed.loaded]
+    ('c1', ['m1'])
+    >>> down = False
+    >>> [m.id for m in load_history(fetch_page, resume=failed)]
+    ['m1', 'm2']
+    """
+    rand, report, state = _validate(
+        fetch_page, max_pages, empty_page_ends, attempts, base_delay, max_delay, deadline,
+        retry_on, sleep, random, clock, on_event, report, False, resume,
+    )
+    loaded: list[Message] = [] if state is None else state.loaded
+    for _ in _walk(
+        fetch_page, loaded, report, rand, state, max_pages, empty_page_ends, attempts,
+        base_delay, max_delay, deadline, retry_on, sleep, clock, on_event, False,
+    ):
+        pass
     return loaded
+
 
 
 def load_history_with_report(
