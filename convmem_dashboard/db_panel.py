@@ -10,7 +10,12 @@ from __future__ import annotations
 import streamlit as st
 
 from .data import SAMPLE_DB_KEY, register_database, reread_database
-from .db_source import MAX_DB_CONVERSATIONS, MAX_DB_MESSAGES, DatabaseSourceError
+from .db_source import (
+    MAX_DB_CONVERSATIONS,
+    MAX_DB_MESSAGES,
+    DatabaseSourceError,
+    conversation_listing,
+)
 
 __all__ = ["database_panel"]
 
@@ -34,8 +39,9 @@ def _open_sample() -> None:
     st.session_state["data"] = SAMPLE_DB_KEY
 
 
-def database_panel(current_key: str) -> None:
-    """The form, its error (verbatim, no password) and a "read again" button for a database."""
+def database_panel(current_key: str, conversations=()) -> None:
+    """The form, its error (verbatim, no password), and for a database in use: its conversations
+    and a "read again" button."""
     st.subheader("Open your agent's database")
     st.caption(
         "A convmem store (convmem.stores.SQLStore) in a SQLite file or PostgreSQL: every page then "
@@ -58,6 +64,16 @@ def database_panel(current_key: str) -> None:
     if current_key == SAMPLE_DB_KEY or current_key.startswith("db:"):
         c2.button("Read the database again", on_click=reread_database, args=(current_key,),
                   key="db_reread", help="Pick up messages appended since it was read.")
+    if current_key == SAMPLE_DB_KEY or current_key.startswith("db:"):
+        st.caption(
+            f"The {len(conversations):,} conversations read from the database in use; pick any of "
+            "them in a page's Conversation box."
+        )
+        st.dataframe(
+            conversation_listing(conversations), hide_index=True, height=min(35 * 8 + 3, 35 * (len(conversations) + 1) + 3),
+            column_config={"messages": st.column_config.NumberColumn(format="localized"),
+                           "tokens": st.column_config.NumberColumn(format="localized")},
+        )
     if error := st.session_state.get(_ERROR):
         st.error("Could not open the database; nothing changed. Why:", icon=":material/error:")
         st.code(error, language=None, wrap_lines=True)

@@ -48,6 +48,7 @@ __all__ = [
     "MAX_DB_MESSAGES",
     "MAX_URL_CHARS",
     "TABLES",
+    "conversation_listing",
     "parse_database_url",
     "read_database",
 ]
@@ -298,4 +299,25 @@ def read_database(
         len(infos),
         total_messages,
         len(infos) - len(conversations) - sum(1 for i in infos if i.messages == 0),
+    )
+
+
+def conversation_listing(conversations: Any) -> Any:
+    """The conversations read, one row each: conversation id, shopper, messages, tokens, title
+    (its first user words). A pandas DataFrame for st.dataframe (user text stays plain text).
+
+    >>> from convmem import Message
+    >>> c = Conversation("c1", "u1", (Message("m1", "user", 7, content="Where is my order?"),))
+    >>> conversation_listing([c]).to_dict("records")
+    [{'conversation': 'c1', 'shopper': 'u1', 'messages': 1, 'tokens': 7, 'title': 'Where is my order?'}]
+    """
+    import pandas as pd
+
+    return pd.DataFrame(
+        [
+            {"conversation": c.id, "shopper": c.user_id or "", "messages": len(c.messages),
+             "tokens": c.total_tokens, "title": c.title}
+            for c in conversations
+        ],
+        columns=["conversation", "shopper", "messages", "tokens", "title"],
     )

@@ -41,7 +41,7 @@ c1.metric("Conversations", f"{len(dataset.conversations):,}")
 c2.metric("Messages", f"{dataset.message_count:,}")
 c3.metric("Shoppers", f"{len({c.user_id for c in dataset.conversations if c.user_id}):,}")
 st.caption(f"Source: {dataset.note}. Pick another dataset in the sidebar.")
-database_panel(dataset.key)
+database_panel(dataset.key, dataset.conversations)
 
 
 def _on_upload() -> None:

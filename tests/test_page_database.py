@@ -82,6 +82,10 @@ def test_open_a_sqlite_file_on_home_lists_its_conversations(sqlite_db, conversat
     assert str(sqlite_db.name) in shown["Dataset"].replace("\\", "")
     assert at.text_input(key="db_url").value == ""  # the form clears: the URL is not kept in view
     assert any("load_history over SQLStore.pager" in c.value for c in at.caption)
+    listing = next(d.value for d in at.dataframe if "conversation" in d.value.columns)
+    assert list(listing["conversation"]) == [c.id for c in conversations]
+    assert list(listing["messages"]) == [len(c.messages) for c in conversations]
+    assert list(listing["tokens"]) == [sum(m.tokens for m in c.messages) for c in conversations]
 
 
 @pytest.mark.parametrize("page", PAGES)
