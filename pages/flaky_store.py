@@ -35,6 +35,7 @@ from convmem_dashboard.view_flaky_store import (
     outcome,
     reproduce_code,
     run_metrics,
+    sql_cap_note,
     truth_metrics,
 )
 from convmem_dashboard import view_flaky_store as view
@@ -218,6 +219,9 @@ except Exception as exc:  # noqa: BLE001 - shown as a message, never as a traceb
     st.error("The simulated load could not run:", icon=":material/error:")
     st.code(f"{type(exc).__name__}: {exc}", language=None, wrap_lines=True)
     st.stop()
+
+if note := sql_cap_note(settings, sizes[conv_id]):
+    st.info(note, icon=":material/database:")
 
 ALL, STEP = P["mode"].options
 mode = st.radio("Run", [ALL, STEP], horizontal=True, key="mode", **URL)

@@ -152,3 +152,14 @@ def test_arrival_metrics():
     box = outcome(r, step_state(r, len(r.calls)), stepping=False)
     assert "follow-up load from that mark returned the 3 arrivals" in box.detail
     assert arrival_metrics(run(FlakySettings(store=STORE_SQLITE), "c", MESSAGES)) == []
+
+
+def test_sqlite_store_mode_is_capped_and_says_so():
+    from convmem_dashboard.view_flaky_store import MAX_SQL_MESSAGES, sql_cap_note
+
+    many = [Message(f"m{i}", "user", 1) for i in range(MAX_SQL_MESSAGES + 7)]
+    r = run(FlakySettings(store=STORE_SQLITE, rate=0.0, page_size=200, overlap=0), "c", many)
+    assert [t[0] for t in r.truth] == [m.id for m in many[:MAX_SQL_MESSAGES]] and r.ok
+    assert "first 20,000 of this conversation's 20,007 messages" in sql_cap_note(
+        FlakySettings(store=STORE_SQLITE), len(many))
+    assert sql_cap_note(FlakySettings(store=STORE_SQLITE), MAX_SQL_MESSAGES) is None
