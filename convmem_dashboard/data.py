@@ -299,7 +299,7 @@ def _label(key: str) -> str:
         return "Sample shoppers (bundled SQLite store)"
     if key.startswith("db:"):
         source = database_source(key)
-        return f"Database: {md_escape(source.shown)}" if source else "Database (open it on Home)"
+        return f"Database: {md_escape(source.short)}" if source else "Database (open it on Home)"
     return key
 
 

@@ -88,6 +88,17 @@ class DatabaseSource:
     key: str
     dialect: str
 
+    @property
+    def short(self) -> str:
+        """A short name for labels: the SQLite file's name, or PostgreSQL's ``host/database``.
+
+        >>> parse_database_url("postgresql://a:pw@db.internal:5432/memory").short
+        'db.internal/memory'
+        """
+        if self.dialect == "sqlite":
+            return Path(self.shown.removeprefix("sqlite:///")).name
+        return f"{self.url.host or 'localhost'}/{self.url.database}"
+
     def __repr__(self) -> str:  # never the password, even in a traceback or a log
         return f"DatabaseSource({self.shown!r}, key={self.key!r})"
 

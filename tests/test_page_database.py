@@ -245,7 +245,8 @@ def test_postgresql_database_on_home_and_flaky_store(pg_database, conversations)
     key = at.session_state["data"]
     assert metrics(at)["Conversations"] == f"{len(conversations):,}"
     assert SECRET not in all_text(at)
-    assert "***" in metrics(at)["Dataset"].replace("\\", "")
+    assert metrics(at)["Dataset"].replace("\\", "").endswith(sa.engine.make_url(pg_database).database)
+    assert any("***" in c.value.replace("\\", "") for c in at.caption)  # the full URL, hidden password
     at = ok(open_dashboard_page("pages/flaky_store.py", {"data": key}))
     assert list(next(s for s in at.selectbox if s.key == "conv").options) == [c.id for c in conversations]
     assert metrics(at)["Lost"] == "0"
