@@ -34,9 +34,23 @@ from .conversations import (
     parse_conversations,
     to_openai_jsonl,
 )
+from .agent_sessions import (
+    AgentCompaction,
+    AgentSession,
+    ReportedUsage,
+    UsageComparison,
+    session_of,
+    usage_comparison,
+)
+from .calibration import CalibratedCounter, Calibration, calibrate, fit_calibration
+from .redaction import redact_conversation, redact_conversations, redact_text
 from .eviction import EvictionStep, evict_conversations, eviction_curve, explain_eviction, kept_from
 from .history import (
     DROP_REASONS,
+    ClearedMessage,
+    Clearing,
+    ClearThinking,
+    ClearToolUses,
     Compaction,
     DroppedMessage,
     History,
@@ -53,6 +67,21 @@ from .loading import (
     load_history,
     load_history_with_report,
 )
+from .prompt_cache import (
+    ANTHROPIC_SONNET,
+    OPENAI_GPT,
+    PROVIDERS,
+    CachePricing,
+    CacheTotals,
+    CostSweepRow,
+    PromptCache,
+    cache_accounting,
+    common_prefix_tokens,
+    prefix_tokens_of_contexts,
+    prompt_cache,
+    sweep_limit_costs,
+    unchanged_prefix_tokens,
+)
 from .tail import TailLoad, load_tail
 from .replay import (
     CompactionLog,
@@ -64,6 +93,8 @@ from .replay import (
     replay,
     sweep_limits,
 )
+from .outcomes import CallOutcome, DropReason, LoadFailure, StopReason
+from .safe_limit import SafeLimit, explain_safe_limit, smallest_safe_limit
 from .summarizers import ExtractiveSummarizer, LLMSummarizer
 from .synthetic import generate_conversation, generate_shoppers
 from .tokens import (
@@ -78,9 +109,27 @@ from .tokens import (
 )
 
 __all__ = [
+    "AgentCompaction",
+    "AgentSession",
     "ApproxCounter",
+    "CalibratedCounter",
+    "Calibration",
+    "ReportedUsage",
+    "UsageComparison",
+    "calibrate",
+    "fit_calibration",
+    "redact_conversation",
+    "redact_conversations",
+    "redact_text",
+    "session_of",
+    "usage_comparison",
+    "CallOutcome",
     "CallRecord",
     "check_text",
+    "ClearedMessage",
+    "Clearing",
+    "ClearThinking",
+    "ClearToolUses",
     "Compaction",
     "CompactionLog",
     "context_at",
@@ -91,12 +140,14 @@ __all__ = [
     "DEFAULT_MAX_BYTES",
     "DROP_REASONS",
     "DroppedMessage",
+    "DropReason",
     "EncodingUnavailableError",
     "dump_conversations",
     "evict_conversations",
     "eviction_curve",
     "EvictionStep",
     "explain_eviction",
+    "explain_safe_limit",
     "extract_listing_ids",
     "ExtractiveSummarizer",
     "FormatError",
@@ -117,6 +168,7 @@ __all__ = [
     "load_history_with_report",
     "load_tail",
     "LoadedPage",
+    "LoadFailure",
     "LoadReport",
     "LoadResult",
     "make_counter",
@@ -129,9 +181,12 @@ __all__ = [
     "replay",
     "ReplayStats",
     "ROLES",
+    "SafeLimit",
+    "smallest_safe_limit",
     "SQLStore",
     "Skipped",
     "STOP_REASONS",
+    "StopReason",
     "Summarizer",
     "SummarizerError",
     "SummaryEvent",
@@ -144,6 +199,20 @@ __all__ = [
     "ToolCall",
     "TransientError",
     "UPLOAD_MAX_BYTES",
+    # prompt-cache cost accounting (issue 10 item 7)
+    "ANTHROPIC_SONNET",
+    "OPENAI_GPT",
+    "PROVIDERS",
+    "CachePricing",
+    "CacheTotals",
+    "CostSweepRow",
+    "PromptCache",
+    "cache_accounting",
+    "common_prefix_tokens",
+    "prefix_tokens_of_contexts",
+    "prompt_cache",
+    "sweep_limit_costs",
+    "unchanged_prefix_tokens",
 ]
 
 

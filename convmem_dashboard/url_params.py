@@ -63,6 +63,7 @@ __all__ = [
     "RUN_MODES",
     "STORE_KINDS",
     "TARGET_MODES",
+    "UNBOUND_KEYS",
     "fix_message",
     "sanitize",
     "sanitize_query_params",
@@ -76,6 +77,13 @@ COUNT_MAX = 2**31 - 1
 POLICIES = ("pin_system", "pin_latest_user", "keep_tool_groups", "start_on_user")
 #: Token budget target modes: off (target = limit), a percentage of the limit, or a token count.
 TARGET_MODES = ("off", "percent", "tokens")
+#: Keys the dashboard reads and writes itself instead of binding a widget (the shared conversation
+#: selection, convmem_dashboard.selection; the per-shopper cap slider, pages/listing_eviction.py).
+UNBOUND_KEYS = ("conv", "shopper", "cap")
+#: What counts as a listing (convmem_dashboard.listing_definitions.DEFINITIONS).
+LISTING_DEFINITIONS = ("digits", "catalog", "keys")
+#: The cost panel's provider presets (convmem.PROVIDERS keys).
+PROVIDER_KEYS = ("anthropic", "openai")
 #: Flaky store run modes.
 RUN_MODES = ("All at once", "Step by step")
 #: Flaky store: the store the faults wrap (convmem_dashboard.view_flaky_store).
@@ -123,6 +131,9 @@ PARAMS: dict[str, Param] = dict(
     [
         # sidebar (convmem_dashboard.data)
         _p("data", "text"),
+        # Token budget: the smallest safe limit panel (convmem_dashboard.panel_safe_limit)
+        _p("sl_p", "choice", options=("latest_user", "system", "message")),
+        _p("sl_id", "text"),
         # Flaky store
         _p("conv", "text"),
         _p("rate", "float", lo=0.0, hi=1.0, default=0.3, step=0.05),
@@ -168,10 +179,24 @@ PARAMS: dict[str, Param] = dict(
         _p("sweep", "bool"),
         _p("sw_n", "int", lo=5, hi=40, default=20, step=1),
         _p("pg", "int", lo=1, hi=COUNT_MAX),  # hi: table pages
+        # Token budget: clearing (issue 11; convmem_dashboard.clearing_view)
+        _p("clr", "bool", default=False),
+        _p("clr_trig", "int", lo=0, hi=MAX_TOKENS, clearable=True),
+        _p("clr_keep", "int", lo=0, hi=1000, default=3, step=1),
+        _p("clr_min", "int", lo=0, hi=MAX_TOKENS, default=0),
+        _p("b_clr", "bool", default=False),
+        # Token budget: the cost panel (convmem_dashboard.panel_cost); defaults from the preset
+        _p("cp", "choice", options=PROVIDER_KEYS),
+        _p("cp_in", "float", lo=0.0, hi=10_000.0, step=0.05),
+        _p("cp_read", "float", lo=0.0, hi=10_000.0, step=0.01),
+        _p("cp_write", "float", lo=0.0, hi=10_000.0, step=0.05),
+        _p("cp_min", "int", lo=0, hi=MAX_TOKENS, step=128),
+        _p("cp_inc", "int", lo=1, hi=1_000_000, step=1),
         # Listing eviction
         _p("shopper", "text"),
         _p("cap", "int", lo=0, hi=COUNT_MAX),  # hi: the dataset's most distinct ids
         _p("only", "bool", default=True),
+        _p("listing", "choice", options=LISTING_DEFINITIONS),
     ]
 )
 

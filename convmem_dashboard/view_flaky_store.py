@@ -39,6 +39,7 @@ from .tables_store import (
     failure_message,
     run_simulation,
 )
+from .questions import QUESTIONS
 from .url_params import PARAMS, STORE_KINDS
 
 __all__ = [
@@ -64,12 +65,8 @@ __all__ = [
     "truth_metrics",
 ]
 
-#: The question the page answers (its first sentence).
-INTRO = (
-    "Does load_history return every message of a conversation exactly once and in order when the "
-    "store fails, misbehaves or receives new messages while it pages - and when it cannot, what "
-    "was loaded and where does a resume start?"
-)
+#: The question the page answers (its first sentence; one table for every page).
+INTRO = QUESTIONS["flaky_store"]
 #: The store the faults wrap (the ``store`` URL parameter's options, in url_params).
 STORE_PAGED, STORE_SQLITE = STORE_KINDS
 #: Messages the SQLite store mode copies into its private store (the first ones of the

@@ -24,9 +24,10 @@ from convmem_dashboard.tables_store import (
 )
 from convmem_dashboard.entry import require_entry
 from convmem_dashboard.export_safety import download_csv
+from convmem_dashboard.questions import QUESTIONS
+from convmem_dashboard.selection import conversation_picker
 from convmem_dashboard.url_params import PARAMS
 from convmem_dashboard.view_flaky_store import (
-    INTRO,
     STORE_KINDS,
     FlakySettings,
     arrival_metrics,
@@ -80,7 +81,7 @@ def show_metrics(cells, per_row: int = 3) -> None:
 
 
 st.title("Flaky store")
-st.markdown(f"**{INTRO}**")
+st.markdown(f"**{QUESTIONS['flaky_store']}**")
 st.caption(
     "A store serves one conversation page by page and misbehaves on purpose. "
     "convmem.load_history retries failed calls with backoff on a virtual clock (no real waiting) "
@@ -93,15 +94,7 @@ if not ids:
     st.info("The dataset in use has no conversation. Pick another one in the sidebar.")
     st.stop()
 
-conv_id = st.selectbox(
-    "Conversation",
-    ids,
-    index=default_index,
-    key="conv",
-    help="The store serves this conversation's messages; they are the truth the load is checked "
-    "against. The longest conversation of the dataset is picked first.",
-    **URL,
-)
+conv_id = conversation_picker(dataset)
 store_kind = st.radio(
     "Store", STORE_KINDS, horizontal=True, key="store",
     help="Offset pages: an in-memory list with 'p<offset>' cursors, where the cursor and page "

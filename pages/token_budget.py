@@ -13,10 +13,16 @@ import streamlit as st
 
 from convmem import HistorySettings
 from convmem_dashboard import cache_budget as cb
+from convmem_dashboard import clearing_view as cv
+from convmem_dashboard import panel_cost
+from convmem_dashboard.agent_view import add_agent_compactions, compaction_table, has_session, session_caption
 from convmem_dashboard.data import current_dataset
 from convmem_dashboard.entry import require_entry
 from convmem_dashboard.export_safety import download_csv, download_json
+from convmem_dashboard.questions import QUESTIONS
+from convmem_dashboard.selection import conversation_picker
 from convmem_dashboard.url_params import PARAMS, POLICIES, TARGET_MODES
+from convmem_dashboard.panel_safe_limit import exact_limit_input, mark_safe_limit, render_safe_limit
 from convmem_dashboard.figures_budget import (
     comparison_figure,
     context_window_figure,
@@ -29,7 +35,6 @@ from convmem_dashboard.tables_budget import (
     context_caption,
     context_table,
     context_view,
-    default_conversation,
     drop_event_table,
     drop_event_view,
     limit_bounds,
@@ -90,6 +95,7 @@ def _on_sweep_pick() -> None:
 
 
 st.title("Token budget")
+st.markdown(f"**{QUESTIONS['token_budget']}**")
 st.caption(
     "Messages are added one by one to a History under a token limit; when the total passes the "
     "limit, compaction drops the oldest messages (with the policies below). Every setting is in "
@@ -103,18 +109,8 @@ if not convs:
     st.stop()
 
 # ---------------------------------------------------------------------------------- settings (A)
-_drop_if("conv", lambda v: v not in convs)
-ids = list(convs)
-default_id = default_conversation(dataset.conversations) or ids[0]
 top = st.columns([3, 4])
-conv_id = top[0].selectbox(
-    "Conversation",
-    ids,
-    index=ids.index(default_id),
-    key="conv",
-    bind=URL,
-    help="Default: the conversation with the most tokens among the first ten.",
-)
+conv_id = conversation_picker(dataset, top[0])
 conv = convs[conv_id]
 n = len(conv.messages)
 top[0].caption(f"{n:,} messages · {conv.total_tokens:,} tokens")
@@ -131,7 +127,9 @@ st.session_state["_tb_scope"] = (dataset.key, conv_id)
 
 bounds = limit_bounds(conv.total_tokens, conv.messages[0].tokens)
 _drop_if("limit", lambda v: not (isinstance(v, int) and bounds.lo <= v <= bounds.hi))
-limit = top[1].slider(
+lim_cols = top[1].columns([4, 1.4], vertical_alignment="bottom")
+exact_limit_input(lim_cols[1], "limit", bounds.lo, bounds.hi, bounds.default, "Exact limit")
+limit = lim_cols[0].slider(
     "Limit (tokens)",
     bounds.lo,
     bounds.hi,
@@ -196,6 +194,24 @@ with cols[3]:
 settings = HistorySettings(
     limit, target, pin_system, pin_latest_user, keep_tool_groups, start_on_user, budget
 )
+# Clearing (context editing): old tool results replaced in place, before any drop.
+ccols = st.columns([2, 2.5, 3, 2.5], vertical_alignment="bottom")
+clearing = ccols[0].toggle(
+    "Clear tool results", False, key="clr", bind=URL,
+    help="Past the trigger, tool results older than the newest `keep` are replaced by a 4-token "
+    "placeholder (Anthropic clear_tool_uses / LangChain ClearToolUsesEdit); drops only if still over the limit.",
+)
+if clearing:
+    clr_trig = ccols[1].number_input(
+        "Clearing trigger (tokens)", min_value=0, value=None, step=bounds.step, key="clr_trig", bind=URL,
+        placeholder=f"the limit ({limit:,})",
+    )
+    clr_keep = ccols[2].number_input("Keep newest tool results", *P["clr_keep"].slider, key="clr_keep", bind=URL)
+    clr_min = ccols[3].number_input(
+        "Clear at least (tokens)", min_value=0, value=0, step=bounds.step, key="clr_min", bind=URL,
+        help="A clearing that would free fewer tokens does not run: fewer cache breaks, more tokens kept.",
+    )
+    settings = cv.with_clearing(settings, True, clr_trig, clr_keep, clr_min)
 key = dataset.key
 file_stem = re.sub(r"[^A-Za-z0-9_.-]+", "_", conv_id)[:80]
 r = cb.get_replay(key, conv_id, settings)
@@ -218,6 +234,8 @@ m[2].metric(
     "Adds over limit", f"{stats.over_limit_steps:,}",
     help="Adds after which pinned messages alone kept the total above the limit (History.over_limit).",
 )
+
+safe = render_safe_limit(key, conv_id, settings, r, lo=bounds.lo, hi=bounds.hi)
 
 # ------------------------------------------------------------------------------ totals and events
 events = r.compactions
@@ -242,12 +260,19 @@ elif n_events == 1:
     selected = 0
 
 st.plotly_chart(
-    totals_figure(arrays, start=win[0], stop=win[1], selected=selected),
+    add_agent_compactions(  # a coding-agent session: its own compactions beside convmem's
+        cv.mark_clearings(totals_figure(arrays, start=win[0], stop=win[1], selected=selected), r, win[0], win[1]),
+        conv, start=win[0], stop=win[1]),
     key="tot_pick",
     on_select=_on_chart_pick,
     selection_mode="points",
 )
 st.caption(totals_caption(n_events, arrays.has_target, arrays.summary_budget is not None))
+if stats.clearings:
+    st.caption(cv.clearing_caption(stats))
+if has_session(conv):  # issue 13: what the agent kept at each of its compactions, beside convmem
+    st.caption(f"{session_caption(conv)}. Green stars: the agent's own compactions; orange dots: the prompt the provider reported per call.")
+    st.dataframe(compaction_table(conv, r), hide_index=True, key="agent_cmp_table")
 
 st.subheader("Drop events")
 if selected is None:
@@ -304,12 +329,16 @@ with st.expander("Compare with a second setting (B)", expanded=n <= LAZY_MESSAGE
         # label its own column.
         bc = st.columns([3, 4, 2], vertical_alignment="bottom")
         b_limit = bc[0].number_input(
-            "B limit (tokens)", min_value=bounds.lo, value=None, step=bounds.step, key="b_limit", bind=URL,
+            "B limit (tokens)", min_value=bounds.lo, value=None, step=1, key="b_limit", bind=URL,
             placeholder=f"same as A ({limit:,})",
         )
         b_limit = limit if b_limit is None else int(b_limit)
         b_pct = bc[1].slider("B target (% of its limit; 100 = off)", *P["b_tgt"].slider, key="b_tgt", bind=URL)
         b_sum = bc[2].toggle("B summaries", False, key="b_sum", bind=URL, help="Same budget as A's summary budget.")
+        b_clr = bc[2].toggle(
+            "B clears tool results", False, key="b_clr", bind=URL,
+            help="Clearing with A's trigger, keep and clear-at-least (A's trigger default: B's limit).",
+        )
         b_pol = st.multiselect(
             "B policies", POLICIES, default=P["b_pol"].default, key="b_pol", bind=URL,
             help="History's keyword options B turns on (A's are the toggles at the top).",
@@ -323,13 +352,19 @@ with st.expander("Compare with a second setting (B)", expanded=n <= LAZY_MESSAGE
         settings_b = HistorySettings(
             b_limit, b_target, *(p in b_pol for p in POLICIES), b_budget
         )
+        settings_b = cv.with_clearing(
+            settings_b, b_clr, settings.clear_trigger, settings.clear_keep, settings.clear_at_least
+        )
         stats_b = cb.get_stats(key, conv_id, settings_b)
         st.dataframe(comparison_table(stats, stats_b), hide_index=True, key="cmp_table")
+        if settings.clear_trigger is not None or b_clr:
+            st.dataframe(cv.clearing_comparison_table(stats, stats_b), hide_index=True, key="cmp_clear_table")
         st.plotly_chart(comparison_figure(stats, stats_b), key="cmp_chart")
         st.caption(
             "Blue = A (the settings above), orange = B; each panel is one metric on its own scale. "
             "Fewer prefix changes means more adds reuse the provider's prompt cache."
         )
+        panel_cost.render(key, conv_id, settings, settings_b)
 
 # ---------------------------------------------------------------------------------------- sweep
 with st.expander("Limit sweep: pick a limit by eye", expanded=n <= LAZY_MESSAGES, key="sweep", bind=URL) as sweep:
@@ -339,13 +374,14 @@ with st.expander("Limit sweep: pick a limit by eye", expanded=n <= LAZY_MESSAGES
                           f"through the current limit; one replay each ({n:,} messages).")
         limits = sweep_grid(bounds.lo, bounds.hi, count, bounds.step, through=limit)
         rows = cb.get_sweep(key, conv_id, settings, limits)
-        st.plotly_chart(sweep_figure(rows, limit), key="sweep_pick", on_select=_on_sweep_pick, selection_mode="points")
+        st.plotly_chart(mark_safe_limit(sweep_figure(rows, limit), safe), key="sweep_pick", on_select=_on_sweep_pick, selection_mode="points")
         st.caption(
             "The current policies at evenly spaced limits, the current one among them (a target "
             "keeps its % of the limit); the dotted line is the current limit. Look for the knee "
             "where compactions stop falling fast; click a point to use its limit."
         )
         st.dataframe(sweep_table(rows), hide_index=True, key="sweep_table", **sweep_view(len(rows)))
+        panel_cost.render_sweep(key, conv_id, settings, limits, limit)
 
 # ---------------------------------------------------------------------------------- every message
 st.subheader("Every message")
