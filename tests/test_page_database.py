@@ -52,6 +52,16 @@ def sqlite_db(tmp_path, conversations):
     return path
 
 
+def conv_ids(at: AppTest) -> list[str]:
+    """The conversation picker's options as ids (its labels end with " · <id>")."""
+    picker = next(s for s in at.selectbox if s.key == "conv")
+    return [o.rsplit(" · ", 1)[-1] for o in picker.options]
+
+
+def chosen(at: AppTest) -> str:
+    return next(s for s in at.selectbox if s.key == "conv").value
+
+
 def open_home() -> AppTest:
     return ok(open_dashboard_page("pages/home.py"))
 
@@ -99,21 +109,22 @@ def test_every_page_opens_a_database_conversation_from_a_link(sqlite_db, convers
         ids = store.conversation_ids()
         counts = {cid: len(load_history(store.pager(cid))) for cid in ids}
     if page == "pages/flaky_store.py":
-        conv = next(s for s in at.selectbox if s.key == "conv")
-        assert list(conv.options) == ids
-        longest = max(ids, key=lambda c: (counts[c], -ids.index(c)))
-        assert conv.value == longest
-        assert metrics(at)[f"Loaded (of {counts[longest]:,} messages)"] == f"{counts[longest]:,}"
+        assert conv_ids(at) == ids
+        cid = chosen(at)
+        assert metrics(at)[f"Loaded (of {counts[cid]:,} messages)"] == f"{counts[cid]:,}"
+        # any of them opens: the last one, by the shared ?conv= selection
+        at = ok(open_dashboard_page(page, {"data": key, "conv": ids[-1]}))
+        assert chosen(at) == ids[-1]
+        assert metrics(at)[f"Loaded (of {counts[ids[-1]]:,} messages)"] == f"{counts[ids[-1]]:,}"
     elif page == "pages/token_budget.py":
-        conv = next(s for s in at.selectbox if s.key == "conv")
-        assert set(conv.options) == set(ids)
+        assert set(conv_ids(at)) == set(ids)
 
 
 def test_db_url_parameter_opens_the_database_and_leaves_the_url(sqlite_db, conversations):
     at = ok(open_dashboard_page("pages/flaky_store.py", {"db": f"sqlite:///{sqlite_db}"}))
     assert at.session_state["data"].startswith("db:")
     assert "db" not in at.query_params
-    assert list(next(s for s in at.selectbox if s.key == "conv").options) == [c.id for c in conversations]
+    assert conv_ids(at) == [c.id for c in conversations]
 
 
 @pytest.mark.parametrize(
@@ -180,19 +191,17 @@ def test_the_bundled_sample_database_is_offered_and_needs_no_server():
 # -- the Flaky store page over the SQLite store, with arrivals -------------------------------------
 
 
-def _sample_db_longest():
+def _sample_db_messages(cid):
     with SQLStore(f"sqlite:///{SAMPLE_SQLITE}") as store:
-        infos = store.conversations()
-        best = max(enumerate(infos), key=lambda ii: (ii[1].messages, -ii[0]))[1]
-        return best.id, load_history(store.pager(best.id))
+        return load_history(store.pager(cid))
 
 
 @pytest.mark.parametrize("high_water", [True, False])
 def test_arrivals_while_paging_are_neither_skipped_nor_repeated(high_water):
-    cid, messages = _sample_db_longest()
     query = {"store": SQLITE_STORE, "arr": "6", "arr_at": "2", "hwm": str(high_water).lower()}
     at = ok(open_dashboard_page("pages/flaky_store.py", query, data="sample-db"))
-    assert next(s for s in at.selectbox if s.key == "conv").value == cid
+    messages = _sample_db_messages(chosen(at))
+    assert len(messages) > 2 * 5  # page size 5: the writer appends after page 2, mid-load
     shown = metrics(at)
     assert shown["Arrived during the load"] == "6"
     assert shown["Lost"] == "0" and shown["Repeated"] == "0" and shown["Out of order"] == "no"
@@ -248,7 +257,7 @@ def test_postgresql_database_on_home_and_flaky_store(pg_database, conversations)
     assert metrics(at)["Dataset"].replace("\\", "").endswith(sa.engine.make_url(pg_database).database)
     assert any("***" in c.value.replace("\\", "") for c in at.caption)  # the full URL, hidden password
     at = ok(open_dashboard_page("pages/flaky_store.py", {"data": key}))
-    assert list(next(s for s in at.selectbox if s.key == "conv").options) == [c.id for c in conversations]
+    assert conv_ids(at) == [c.id for c in conversations]
     assert metrics(at)["Lost"] == "0"
     assert SECRET not in all_text(at)
 
