@@ -60,7 +60,7 @@ def test_database_conversation_on_the_flaky_store_page(page, streamlit_url, scre
     path, big = agent_db
     page.set_viewport_size(WIDE)
     query = (f"db={quote(f'sqlite:///{path}', safe='')}&store={quote(SQLITE_STORE)}"
-             f"&arr=250&arr_at=40&hwm=true&psize=50&tries=10")
+             f"&arr=250&arr_at=40&hwm=true&psize=50&tries=10&conv={quote(big.id)}")
     page.goto(f"{streamlit_url}/flaky_store?{query}", wait_until="domcontentloaded")
     wait_for_app(page, charts=1)
     assert_no_exception(page)
@@ -84,7 +84,7 @@ def test_database_failed_load_is_honest_at_1400(page, streamlit_url, screenshot_
     path, big = agent_db
     page.set_viewport_size(WIDE)
     query = (f"db={quote(f'sqlite:///{path}', safe='')}&store={quote(SQLITE_STORE)}"
-             f"&burst=5&seed=0&rate=0.05&psize=50")
+             f"&burst=5&seed=0&rate=0.05&psize=50&conv={quote(big.id)}")
     page.goto(f"{streamlit_url}/flaky_store?{query}", wait_until="domcontentloaded")
     wait_for_app(page, charts=1)
     assert_no_exception(page)
