@@ -57,6 +57,21 @@ from .loading import (
     load_history,
     load_history_with_report,
 )
+from .prompt_cache import (
+    ANTHROPIC_SONNET,
+    OPENAI_GPT,
+    PROVIDERS,
+    CachePricing,
+    CacheTotals,
+    CostSweepRow,
+    PromptCache,
+    cache_accounting,
+    common_prefix_tokens,
+    prefix_tokens_of_contexts,
+    prompt_cache,
+    sweep_limit_costs,
+    unchanged_prefix_tokens,
+)
 from .tail import TailLoad, load_tail
 from .replay import (
     CompactionLog,
@@ -68,6 +83,8 @@ from .replay import (
     replay,
     sweep_limits,
 )
+from .outcomes import CallOutcome, DropReason, LoadFailure, StopReason
+from .safe_limit import SafeLimit, explain_safe_limit, smallest_safe_limit
 from .summarizers import ExtractiveSummarizer, LLMSummarizer
 from .synthetic import generate_conversation, generate_shoppers
 from .tokens import (
@@ -83,6 +100,7 @@ from .tokens import (
 
 __all__ = [
     "ApproxCounter",
+    "CallOutcome",
     "CallRecord",
     "check_text",
     "ClearedMessage",
@@ -99,12 +117,14 @@ __all__ = [
     "DEFAULT_MAX_BYTES",
     "DROP_REASONS",
     "DroppedMessage",
+    "DropReason",
     "EncodingUnavailableError",
     "dump_conversations",
     "evict_conversations",
     "eviction_curve",
     "EvictionStep",
     "explain_eviction",
+    "explain_safe_limit",
     "extract_listing_ids",
     "ExtractiveSummarizer",
     "FormatError",
@@ -125,6 +145,7 @@ __all__ = [
     "load_history_with_report",
     "load_tail",
     "LoadedPage",
+    "LoadFailure",
     "LoadReport",
     "LoadResult",
     "make_counter",
@@ -137,9 +158,12 @@ __all__ = [
     "replay",
     "ReplayStats",
     "ROLES",
+    "SafeLimit",
+    "smallest_safe_limit",
     "SQLStore",
     "Skipped",
     "STOP_REASONS",
+    "StopReason",
     "Summarizer",
     "SummarizerError",
     "SummaryEvent",
@@ -152,6 +176,20 @@ __all__ = [
     "ToolCall",
     "TransientError",
     "UPLOAD_MAX_BYTES",
+    # prompt-cache cost accounting (issue 10 item 7)
+    "ANTHROPIC_SONNET",
+    "OPENAI_GPT",
+    "PROVIDERS",
+    "CachePricing",
+    "CacheTotals",
+    "CostSweepRow",
+    "PromptCache",
+    "cache_accounting",
+    "common_prefix_tokens",
+    "prefix_tokens_of_contexts",
+    "prompt_cache",
+    "sweep_limit_costs",
+    "unchanged_prefix_tokens",
 ]
 
 

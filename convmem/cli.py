@@ -8,6 +8,8 @@ inspect    FILE: its format, conversations, messages, tokens, roles, listings, a
 convert    FILE --to FORMAT [-o OUT]: write the conversations in another format
 budget     FILE --limit N [policies]: add one conversation's messages to a History one by one and
            show, per add, what was dropped (and why), the total and what is kept
+safe-limit FILE [--protect latest_user|system|ID] [policies]: the smallest token limit at which
+           the protected message is never dropped, and the add step that decides it
 evict      FILE --max-listings N [--user ID]: per shopper, the conversations dropped and kept, the
            listing ids kept and the eviction curve
 simulate   [FILE] [fault options]: load a conversation page by page from a seeded flaky store on a
@@ -729,6 +731,54 @@ def _cmd_budget(args: argparse.Namespace) -> int:
     return EXIT_OK
 
 
+def _cmd_safe_limit(args: argparse.Namespace) -> int:
+    """The smallest limit keeping the protected class (convmem.explain_safe_limit), one pass."""
+    loaded = _load(args.file, args)
+    _warn_skipped(loaded, args)
+    conv = _pick_conversation(loaded, args.conversation)
+    policies: dict[str, Any] = {
+        name: getattr(args, name)
+        for name in ("pin_system", "pin_latest_user", "keep_tool_groups", "start_on_user")
+    }
+    if args.target_percent is not None:
+        if args.target_percent > 100:
+            raise _UsageError(f"--target-percent must be 0..100, got {args.target_percent}")
+        policies.update(target=args.target_percent, limit=100)
+    if args.summary_budget is not None:
+        policies.update(summary_budget=args.summary_budget, summarizer=convmem.ExtractiveSummarizer)
+    try:
+        got = convmem.explain_safe_limit(conv.messages, args.protect, **policies)
+    except ValueError as exc:  # a protect id not in the conversation, a stray tool result, ...
+        raise _InputError(f"conversation {conv.id!r}: {exc}") from exc
+    doc = _base("safe-limit", args.file)
+    doc.update({
+        "conversation": conv.id,
+        "protect": args.protect,
+        "policies": {k: v for k, v in policies.items() if k not in ("summarizer", "limit")},
+        "limit": got.limit,
+        "step": got.step,
+        "message_id": got.message_id,
+        "need": got.need,
+        "exact": got.exact,
+        "reason": got.reason,
+        "skipped": _skipped_rows(loaded.skipped),
+    })
+    if args.json:
+        _emit_json(doc)
+        return EXIT_OK
+    _out(f"conversation {conv.id} ({_n(len(conv.messages), 'message')}, "
+         f"{_n(conv.total_tokens, 'token')}), protect {args.protect}")
+    _out(f"smallest safe limit {got.limit:,} tokens")
+    if got.step is not None:
+        how = ("every smaller limit drops it" if got.exact
+               else "kept here and above whatever the compaction timing; a smaller limit may be lucky")
+        _out(f"decided at add step {got.step:,} by message {got.message_id} "
+             f"({got.need:,} tokens must survive the cut; {how})")
+    else:
+        _out(f"nothing needs room ({got.reason})")
+    return EXIT_OK
+
+
 def _kept_each_add(messages: Sequence[Message], settings: HistorySettings,
                    args: argparse.Namespace) -> list[list[str]]:
     """The kept ids after every add (``--kept-each-add``): a History with the same settings,
@@ -959,7 +1009,7 @@ def _cmd_simulate(args: argparse.Namespace) -> int:
             table = [("call", "cursor", "attempt", "outcome", "fault", "backoff", "page", "new",
                       "next cursor")]
             for c in call_log[: args.calls]:
-                ok = c["outcome"] == "ok"
+                ok = c["outcome"] == CallOutcome.OK
                 table.append((
                     str(c["index"]), "(first page)" if c["cursor"] is None else str(c["cursor"]),
                     str(c["attempt"]), c["outcome"], c["fault"] or "",
@@ -1090,6 +1140,31 @@ def build_parser() -> argparse.ArgumentParser:
                      help="summarize what compaction drops (extractive summarizer) in at most B "
                           "tokens")
     p.set_defaults(run=_cmd_budget)
+
+    p = _subcommand(sub, "safe-limit",
+                    "the smallest token limit that never drops a protected message",
+                    "The exact smallest token limit at which History with the given policies "
+                    "never drops the protected message class (the newest user turn, the system "
+                    "prompts, or one message id), computed in one pass (convmem.smallest_safe_limit), "
+                    "with the add step and message that decide it.")
+    p.add_argument("file", metavar="FILE", help="a conversation file")
+    p.add_argument("--conversation", metavar="ID",
+                   help="which conversation (default: the first in the file)")
+    p.add_argument("--protect", default="latest_user", metavar="WHAT",
+                   help="latest_user (default), system, or a message id")
+    pol = p.add_argument_group("policies (History keywords; all off by default)")
+    pol.add_argument("--pin-system", action="store_true", help="system messages are never dropped")
+    pol.add_argument("--pin-latest-user", action="store_true",
+                     help="the newest user message is never dropped")
+    pol.add_argument("--keep-tool-groups", action="store_true",
+                     help="a tool call and its results are dropped together")
+    pol.add_argument("--start-on-user", action="store_true",
+                     help="after a compaction, the context starts on a user message")
+    pol.add_argument("--target-percent", type=_int_at_least(0), metavar="P",
+                     help="compaction cuts to P%% of the limit (0..100; default: the limit)")
+    pol.add_argument("--summary-budget", type=_non_negative, metavar="B",
+                     help="tokens reserved for a summary beside what compaction keeps")
+    p.set_defaults(run=_cmd_safe_limit)
 
     p = _subcommand(sub, "evict", "per shopper, forget the oldest conversations over a listing cap",
                     "Group FILE's conversations by shopper (user id), oldest first, and drop the "

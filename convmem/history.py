@@ -42,6 +42,7 @@ from dataclasses import dataclass
 
 from .errors import SummarizerError
 from .message import Message
+from .outcomes import DropReason
 
 __all__ = [
     "History",
@@ -50,6 +51,7 @@ __all__ = [
     "SummaryEvent",
     "Summarizer",
     "DROP_REASONS",
+    "DropReason",
     "OVER_LIMIT",
     "TOOL_GROUP",
     "START_ON_USER",
@@ -67,19 +69,13 @@ __all__ = [
     "DEFAULT_PLACEHOLDER",
 ]
 
-#: Dropped from the oldest end by a compaction (the total passed the limit; cut to the target).
-OVER_LIMIT = "over_limit"
-#: Dropped together with its tool call (``keep_tool_groups``): a result whose call went, or a result
-#: that arrived after its call had gone / answering no call at all.
-TOOL_GROUP = "tool_group"
-#: Dropped so the first non-system message is a user message (``start_on_user``).
-START_ON_USER = "start_on_user"
-#: Its own tokens exceed what a compaction cuts to (the limit, or target - summary_budget).
-TOO_BIG = "too_big"
-#: A user message that was kept only by ``pin_latest_user``; a newer user message took the pin and
-#: the messages between it and the run had already gone, so it is no longer part of the suffix.
-PIN_MOVED = "pin_moved"
-DROP_REASONS: tuple[str, ...] = (OVER_LIMIT, TOOL_GROUP, START_ON_USER, TOO_BIG, PIN_MOVED)
+# The drop reasons are convmem.outcomes.DropReason members (str enums: each equals its string).
+OVER_LIMIT = DropReason.OVER_LIMIT
+TOOL_GROUP = DropReason.TOOL_GROUP
+START_ON_USER = DropReason.START_ON_USER
+TOO_BIG = DropReason.TOO_BIG
+PIN_MOVED = DropReason.PIN_MOVED
+DROP_REASONS: tuple[DropReason, ...] = tuple(DropReason)
 
 #: A compaction started because the total passed the limit.
 TRIGGER_LIMIT = "limit"

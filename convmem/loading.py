@@ -73,6 +73,7 @@ from tenacity.stop import stop_base
 
 from .errors import PageLoadError, TransientError
 from .message import Message
+from .outcomes import CallOutcome, LoadFailure, StopReason
 
 __all__ = [
     "CallRecord",
@@ -84,6 +85,9 @@ __all__ = [
     "LoadReport",
     "LoadedPage",
     "OUTCOMES",
+    "CallOutcome",
+    "LoadFailure",
+    "StopReason",
     "STOP_CLOSED",
     "STOP_EMPTY_PAGE",
     "STOP_END",
@@ -101,17 +105,17 @@ __all__ = [
 # -- stop reasons, in the order they are checked ---------------------------------------------------
 
 #: The page was empty (checked first; see ``empty_page_ends``).
-STOP_EMPTY_PAGE = "empty_page"
+STOP_EMPTY_PAGE = StopReason.EMPTY_PAGE
 #: The store said there is no next page (``next_cursor is None``).
-STOP_END = "end"
+STOP_END = StopReason.END
 #: ``next_cursor`` was already requested in this run (stuck cursor or cycle).
-STOP_REPEATED_CURSOR = "repeated_cursor"
+STOP_REPEATED_CURSOR = StopReason.REPEATED_CURSOR
 #: A non-empty page brought no message with a new id (a store wrapping around).
-STOP_NO_PROGRESS = "no_progress"
+STOP_NO_PROGRESS = StopReason.NO_PROGRESS
 #: ``max_pages`` successful pages were loaded.
-STOP_PAGE_CAP = "page_cap"
+STOP_PAGE_CAP = StopReason.PAGE_CAP
 #: Every stop reason, in the order the rules are checked after each page.
-STOP_REASONS: tuple[str, ...] = (
+STOP_REASONS: tuple[StopReason, ...] = (
     STOP_EMPTY_PAGE,
     STOP_END,
     STOP_REPEATED_CURSOR,
@@ -122,16 +126,16 @@ STOP_REASONS: tuple[str, ...] = (
 # -- why a run raised instead of stopping (LoadReport.failure) -------------------------------------
 
 #: A call failed with a retryable error ``attempts`` times: PageLoadError.
-FAILURE_ATTEMPTS = "attempts_exhausted"
+FAILURE_ATTEMPTS = LoadFailure.ATTEMPTS
 #: A call failed with a retryable error and the next sleep would pass the deadline: PageLoadError.
-FAILURE_DEADLINE = "deadline"
+FAILURE_DEADLINE = LoadFailure.DEADLINE
 #: A call raised a non-retryable error, or returned something that is not a page: it propagated.
-FAILURE_ERROR = "error"
+FAILURE_ERROR = LoadFailure.ERROR
 #: Every failure kind.
-FAILURES: tuple[str, ...] = (FAILURE_ATTEMPTS, FAILURE_DEADLINE, FAILURE_ERROR)
+FAILURES: tuple[LoadFailure, ...] = (FAILURE_ATTEMPTS, FAILURE_DEADLINE, FAILURE_ERROR)
 
 #: CallRecord.outcome values: a page came back; a retryable error; any other error.
-OUTCOMES: tuple[str, ...] = ("ok", "transient", "error")
+OUTCOMES: tuple[CallOutcome, ...] = tuple(CallOutcome)
 
 
 def backoff_bound(k: int, base_delay: float, max_delay: float) -> float:
@@ -527,7 +531,7 @@ class LoadedPage:
 
 #: LoadReport.stop_reason of a streamed run whose consumer stopped iterating (closed the iterator)
 #: before a stop rule fired. Not one of :data:`STOP_REASONS`: no rule stopped the walk.
-STOP_CLOSED = "closed"
+STOP_CLOSED = StopReason.CLOSED
 
 
 class _Resume:
@@ -717,7 +721,7 @@ def _walk(
         delay = float(retry_state.upcoming_sleep)
         report._transient_failures += 1
         report._delays.append(delay)
-        emit(failed_record(current, "transient", delay))
+        emit(failed_record(current, CallOutcome.TRANSIENT, delay))
 
     retrying = Retrying(
         stop=stop,
@@ -759,7 +763,7 @@ def _walk(
                 last = current.exc
                 assert last is not None
                 report._transient_failures += 1
-                emit(failed_record(current, "transient", None))
+                emit(failed_record(current, CallOutcome.TRANSIENT, None))
                 why = FAILURE_ATTEMPTS if current.attempt >= attempts else FAILURE_DEADLINE
                 detail = (
                     f"{current.attempt} attempt(s)"
@@ -785,7 +789,7 @@ def _walk(
                 raise error from last
             if exc is current.exc:
                 # Not retryable: propagate at once, as it is.
-                emit(failed_record(current, "error", None))
+                emit(failed_record(current, CallOutcome.ERROR, None))
             finish(FAILURE_ERROR, exc, None)
             raise
 
@@ -803,7 +807,7 @@ def _walk(
                 if not isinstance(exc, retry_types):
                     current = _Call(cursor)
                     current.attempt, current.started_at, current.exc = 1, started_at, exc
-                    emit(failed_record(current, "error", None))
+                    emit(failed_record(current, CallOutcome.ERROR, None))
                     finish(FAILURE_ERROR, exc, None)
                     raise
                 result = retry_call(cursor, started_at, exc)
@@ -848,7 +852,7 @@ def _walk(
             except TypeError as exc:
                 current = _Call(cursor)
                 current.attempt, current.started_at, current.exc = attempt_number, started_at, exc
-                emit(failed_record(current, "error", None))
+                emit(failed_record(current, CallOutcome.ERROR, None))
                 finish(FAILURE_ERROR, exc, None)
                 raise
 
@@ -862,7 +866,7 @@ def _walk(
                 len(report._calls),  # index
                 cursor,
                 attempt_number,
-                "ok",
+                CallOutcome.OK,
                 size,  # page_size
                 new,  # new_messages
                 size - new,  # duplicates

@@ -5,6 +5,8 @@ Colours are from the Okabe-Ito colour-blind-safe set; greys mark what is absent 
 
 from __future__ import annotations
 
+from convmem.outcomes import CallOutcome, DropReason
+
 __all__ = ["ROLE_COLORS", "OUTCOME_COLORS", "REASON_COLORS", "LINE_COLORS", "SETTING_COLORS", "role_color"]
 
 #: Message roles (legend order = convmem.ROLES).
@@ -17,10 +19,10 @@ ROLE_COLORS: dict[str, str] = {
 }
 
 #: Outcomes of a store call and of a message's fate.
-OUTCOME_COLORS: dict[str, str] = {
-    "ok": "#009E73",
-    "transient": "#E69F00",
-    "error": "#D55E00",
+OUTCOME_COLORS: dict[CallOutcome, str] = {
+    CallOutcome.OK: "#009E73",
+    CallOutcome.TRANSIENT: "#E69F00",
+    CallOutcome.ERROR: "#D55E00",
     "backoff": "#56B4E9",
     "kept": "#009E73",
     "dropped": "#D55E00",
@@ -31,12 +33,12 @@ OUTCOME_COLORS: dict[str, str] = {
 }
 
 #: Why a message was dropped (convmem.DROP_REASONS).
-REASON_COLORS: dict[str, str] = {
-    "over_limit": "#D55E00",
-    "tool_group": "#E69F00",
-    "start_on_user": "#56B4E9",
-    "too_big": "#000000",
-    "pin_moved": "#CC79A7",
+REASON_COLORS: dict[DropReason, str] = {
+    DropReason.OVER_LIMIT: "#D55E00",
+    DropReason.TOOL_GROUP: "#E69F00",
+    DropReason.START_ON_USER: "#56B4E9",
+    DropReason.TOO_BIG: "#000000",
+    DropReason.PIN_MOVED: "#CC79A7",
 }
 
 #: Reference lines drawn on charts.

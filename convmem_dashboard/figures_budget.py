@@ -26,7 +26,7 @@ import numpy as np
 import plotly.graph_objects as go
 from plotly.subplots import make_subplots
 
-from convmem import DROP_REASONS, ROLES, Compaction, Replay, ReplayStats, SweepRow
+from convmem import DROP_REASONS, ROLES, DropReason, Compaction, Replay, ReplayStats, SweepRow
 
 from .colors import LINE_COLORS, REASON_COLORS, ROLE_COLORS, SETTING_COLORS, role_color
 
@@ -510,9 +510,9 @@ def sweep_figure(rows: Sequence[SweepRow], current_limit: int | None = None) -> 
     fig = make_subplots(rows=3, cols=1, shared_xaxes=True, vertical_spacing=0.06)
     x = [r.limit for r in rows]
     panels = [
-        ("compactions", [r.stats.compactions for r in rows], "compactions (adds)", REASON_COLORS["over_limit"], ""),
+        ("compactions", [r.stats.compactions for r in rows], "compactions (adds)", REASON_COLORS[DropReason.OVER_LIMIT], ""),
         ("mean context", [r.stats.mean_context for r in rows], "mean context (tokens)", SETTING_COLORS["A"], ":,.0f"),
-        ("messages dropped", [r.stats.messages_dropped for r in rows], "messages dropped", REASON_COLORS["tool_group"], ""),
+        ("messages dropped", [r.stats.messages_dropped for r in rows], "messages dropped", REASON_COLORS[DropReason.TOOL_GROUP], ""),
     ]
     for i, (name, y, title, color, fmt) in enumerate(panels, start=1):
         fig.add_trace(

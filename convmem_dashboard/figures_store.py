@@ -17,6 +17,8 @@ from typing import Any
 import numpy as np
 import plotly.graph_objects as go
 
+from convmem.outcomes import CallOutcome
+
 from .colors import OUTCOME_COLORS
 
 __all__ = ["WEBGL_THRESHOLD", "X_PAD", "call_timeline", "escape", "timeline_extent", "x_range"]
@@ -27,8 +29,12 @@ WEBGL_THRESHOLD = 2_000
 #: Room left of t = 0 and right of the last call, as a fraction of the time span.
 X_PAD = 0.02
 
-_OUTCOME_LABELS = {"ok": "ok (page served)", "transient": "transient failure", "error": "error"}
-_SYMBOLS = {"ok": "circle", "transient": "x", "error": "diamond"}
+_OUTCOME_LABELS = {
+    CallOutcome.OK: "ok (page served)",
+    CallOutcome.TRANSIENT: "transient failure",
+    CallOutcome.ERROR: "error",
+}
+_SYMBOLS = {CallOutcome.OK: "circle", CallOutcome.TRANSIENT: "x", CallOutcome.ERROR: "diamond"}
 
 
 def escape(text: Any) -> str:
@@ -44,7 +50,7 @@ def _hover(row: Mapping[str, Any]) -> str:
         f"injected fault: {escape(row['fault'] or 'none')}",
         f"at: {row['started_at']:.3f} s",
     ]
-    if row["outcome"] == "ok":
+    if row["outcome"] == CallOutcome.OK:
         lines.append(
             f"page: {row['page_size']} msg ({row['new_messages']} new, {row['duplicates']} dup)"
         )
@@ -89,7 +95,7 @@ def call_timeline(
     by_outcome: dict[str, list[Mapping[str, Any]]] = {}
     for row in calls:
         by_outcome.setdefault(row["outcome"], []).append(row)
-    for outcome in ["ok", "transient", "error", *sorted(set(by_outcome) - set(_SYMBOLS))]:
+    for outcome in [*CallOutcome, *sorted(set(by_outcome) - set(_SYMBOLS))]:
         rows = by_outcome.get(outcome)
         if not rows:
             continue

@@ -29,6 +29,8 @@ from typing import Any
 
 import pandas as pd
 
+from convmem.outcomes import CallOutcome, LoadFailure, StopReason
+
 from convmem import LoadReport, Message, PageLoadError, load_history
 from convmem.testing import (
     FAULT_EFFECTS,
@@ -64,27 +66,27 @@ __all__ = [
 ]
 
 #: Call outcomes, in legend order (convmem.loading.OUTCOMES).
-OUTCOMES: tuple[str, ...] = ("ok", "transient", "error")
+OUTCOMES: tuple[CallOutcome, ...] = tuple(CallOutcome)
 
 #: Each stop reason in words (what the store did and why the loader stopped there).
-STOP_WORDS: dict[str, str] = {
-    "empty_page": (
+STOP_WORDS: dict[StopReason, str] = {
+    StopReason.EMPTY_PAGE: (
         "The store returned an empty page, and an empty page ends the load (empty_page_ends is "
         "on). Any page after it was never requested."
     ),
-    "end": (
+    StopReason.END: (
         "The store said there is no next page (its next cursor was None): the walk reached the "
         "end of the conversation."
     ),
-    "repeated_cursor": (
+    StopReason.REPEATED_CURSOR: (
         "The store pointed to a cursor the loader had already requested (a stuck cursor T -> T or "
         "a cycle A -> B -> A). Following it would loop forever, so the loader stopped."
     ),
-    "no_progress": (
+    StopReason.NO_PROGRESS: (
         "A non-empty page brought no message the loader did not already have: the store wrapped "
         "around to its start under fresh cursors, so the loader stopped."
     ),
-    "page_cap": "The loader reached its max_pages cap.",
+    StopReason.PAGE_CAP: "The loader reached its max_pages cap.",
 }
 
 
@@ -193,7 +195,7 @@ def _call_rows(report: LoadReport, store: FlakyStore) -> list[dict[str, Any]]:
                 "page_size": call.page_size,
                 "new_messages": call.new_messages,
                 "duplicates": call.duplicates,
-                "next_cursor": _show_next(call.next_cursor) if call.outcome == "ok" else "",
+                "next_cursor": _show_next(call.next_cursor) if call.outcome == CallOutcome.OK else "",
                 "loaded_after": loaded,
             }
         )
@@ -286,7 +288,7 @@ def explain_stop(run: FlakyRun) -> str:
     if last is None:
         return words
     where = f"Call #{last['index']} ({_cursor_words(last['cursor'])}"
-    if run.stop_reason == "repeated_cursor":
+    if run.stop_reason == StopReason.REPEATED_CURSOR:
         where += f", next cursor {last['next_cursor']}"
     where += ")"
     return f"{where}: {words}"
@@ -301,7 +303,7 @@ def failure_message(run: FlakyRun) -> str:
         return f"The load stopped with {err['kind']}: {err['message']}"
     why = (
         "the next backoff would pass the deadline"
-        if run.failure == "deadline"
+        if run.failure == LoadFailure.DEADLINE
         else "every allowed attempt failed"
     )
     where = _cursor_words(err["cursor"])
@@ -433,9 +435,9 @@ def step_state(run: FlakyRun, upto: int) -> dict[str, Any]:
     n = len(run.calls)
     upto = max(0, min(upto, n))
     rows = run.calls[:upto]
-    pages = sum(1 for r in rows if r["outcome"] == "ok")
+    pages = sum(1 for r in rows if r["outcome"] == CallOutcome.OK)
     retries = sum(1 for r in rows if r["delay_after"] is not None)
-    transient = sum(1 for r in rows if r["outcome"] == "transient")
+    transient = sum(1 for r in rows if r["outcome"] == CallOutcome.TRANSIENT)
     duplicates = sum(r["duplicates"] for r in rows)
     loaded = rows[-1]["loaded_after"] if rows else 0
     last = rows[-1] if rows else None
@@ -445,13 +447,13 @@ def step_state(run: FlakyRun, upto: int) -> dict[str, Any]:
         at = 0.0
     else:
         at = last["started_at"] + (last["delay_after"] or 0.0)
-        if last["outcome"] == "transient" and last["delay_after"] is not None:
+        if last["outcome"] == CallOutcome.TRANSIENT and last["delay_after"] is not None:
             nxt = (
                 f"Call failed ({last['fault'] or 'transient'}): back off {last['delay_after']:.3f} s "
                 f"on the virtual clock, then retry {_cursor_words(last['cursor'])} (attempt "
                 f"{last['attempt'] + 1})."
             )
-        elif last["outcome"] == "ok" and not done:
+        elif last["outcome"] == CallOutcome.OK and not done:
             nxt = (
                 f"Page of {last['page_size']} message(s): {last['new_messages']} new, "
                 f"{last['duplicates']} duplicate(s) skipped; next request: cursor "

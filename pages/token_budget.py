@@ -14,10 +14,12 @@ import streamlit as st
 from convmem import HistorySettings
 from convmem_dashboard import cache_budget as cb
 from convmem_dashboard import clearing_view as cv
+from convmem_dashboard import panel_cost
 from convmem_dashboard.data import current_dataset
 from convmem_dashboard.entry import require_entry
 from convmem_dashboard.export_safety import download_csv, download_json
 from convmem_dashboard.url_params import PARAMS, POLICIES, TARGET_MODES
+from convmem_dashboard.panel_safe_limit import exact_limit_input, mark_safe_limit, render_safe_limit
 from convmem_dashboard.figures_budget import (
     comparison_figure,
     context_window_figure,
@@ -132,7 +134,9 @@ st.session_state["_tb_scope"] = (dataset.key, conv_id)
 
 bounds = limit_bounds(conv.total_tokens, conv.messages[0].tokens)
 _drop_if("limit", lambda v: not (isinstance(v, int) and bounds.lo <= v <= bounds.hi))
-limit = top[1].slider(
+lim_cols = top[1].columns([4, 1.4], vertical_alignment="bottom")
+exact_limit_input(lim_cols[1], "limit", bounds.lo, bounds.hi, bounds.default, "Exact limit")
+limit = lim_cols[0].slider(
     "Limit (tokens)",
     bounds.lo,
     bounds.hi,
@@ -238,6 +242,8 @@ m[2].metric(
     help="Adds after which pinned messages alone kept the total above the limit (History.over_limit).",
 )
 
+safe = render_safe_limit(key, conv_id, settings, r, lo=bounds.lo, hi=bounds.hi)
+
 # ------------------------------------------------------------------------------ totals and events
 events = r.compactions
 n_events = len(events)
@@ -325,7 +331,7 @@ with st.expander("Compare with a second setting (B)", expanded=n <= LAZY_MESSAGE
         # label its own column.
         bc = st.columns([3, 4, 2], vertical_alignment="bottom")
         b_limit = bc[0].number_input(
-            "B limit (tokens)", min_value=bounds.lo, value=None, step=bounds.step, key="b_limit", bind=URL,
+            "B limit (tokens)", min_value=bounds.lo, value=None, step=1, key="b_limit", bind=URL,
             placeholder=f"same as A ({limit:,})",
         )
         b_limit = limit if b_limit is None else int(b_limit)
@@ -360,6 +366,7 @@ with st.expander("Compare with a second setting (B)", expanded=n <= LAZY_MESSAGE
             "Blue = A (the settings above), orange = B; each panel is one metric on its own scale. "
             "Fewer prefix changes means more adds reuse the provider's prompt cache."
         )
+        panel_cost.render(key, conv_id, settings, settings_b)
 
 # ---------------------------------------------------------------------------------------- sweep
 with st.expander("Limit sweep: pick a limit by eye", expanded=n <= LAZY_MESSAGES, key="sweep", bind=URL) as sweep:
@@ -369,13 +376,14 @@ with st.expander("Limit sweep: pick a limit by eye", expanded=n <= LAZY_MESSAGES
                           f"through the current limit; one replay each ({n:,} messages).")
         limits = sweep_grid(bounds.lo, bounds.hi, count, bounds.step, through=limit)
         rows = cb.get_sweep(key, conv_id, settings, limits)
-        st.plotly_chart(sweep_figure(rows, limit), key="sweep_pick", on_select=_on_sweep_pick, selection_mode="points")
+        st.plotly_chart(mark_safe_limit(sweep_figure(rows, limit), safe), key="sweep_pick", on_select=_on_sweep_pick, selection_mode="points")
         st.caption(
             "The current policies at evenly spaced limits, the current one among them (a target "
             "keeps its % of the limit); the dotted line is the current limit. Look for the knee "
             "where compactions stop falling fast; click a point to use its limit."
         )
         st.dataframe(sweep_table(rows), hide_index=True, key="sweep_table", **sweep_view(len(rows)))
+        panel_cost.render_sweep(key, conv_id, settings, limits, limit)
 
 # ---------------------------------------------------------------------------------- every message
 st.subheader("Every message")

@@ -48,6 +48,7 @@ def open_page(query: dict | None = None, data: str | None = None) -> AppTest:
 
 def assert_metrics(at: AppTest, r) -> None:
     shown = metrics(ok(at))
+    shown.pop("Smallest safe limit (tokens)", None)  # tests/test_panel_safe_limit.py checks it
     s = r.stats
     assert shown == {
         "Final total (tokens)": f"{r.totals[-1]:,}",

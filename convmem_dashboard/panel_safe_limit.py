@@ -1,0 +1,232 @@
+"""Token budget: the smallest limit that keeps a protected message, and exact limit inputs.
+
+Answers "what is the smallest limit at which this conversation never loses its newest user turn?"
+with one call into convmem (:func:`convmem.explain_safe_limit`, one pass over the messages), shown
+as a number with the add step that decides it, marked on the limit sweep, and checked against the
+current replay ("kept" / "dropped at step k"). :func:`exact_limit_input` puts a number input
+(step 1) beside a limit slider, both on one session-state value (the slider's, which is bound to
+the URL), so an exact limit is one keystroke away.
+
+The pure parts (:func:`safe_policies`, :func:`protected_status`, :func:`safe_limit_caption`,
+:func:`mark_safe_limit`) are plain functions that pytest checks without Streamlit.
+
+>>> from convmem import HistorySettings, Message
+>>> s = HistorySettings(100, target=50, pin_system=True)
+>>> sorted(safe_policies(s).items())
+[('keep_tool_groups', False), ('limit', 100), ('pin_latest_user', False), ('pin_system', True), ('start_on_user', False), ('target', 50)]
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+import plotly.graph_objects as go
+import streamlit as st
+
+from convmem import ExtractiveSummarizer, HistorySettings, Message, Replay, SafeLimit, explain_safe_limit
+
+__all__ = [
+    "PROTECT_LABELS",
+    "ProtectedStatus",
+    "exact_limit_input",
+    "mark_safe_limit",
+    "protected_status",
+    "render_safe_limit",
+    "safe_limit_caption",
+    "safe_policies",
+]
+
+#: The protect choices (URL values of ``?sl_p=``) and their labels.
+PROTECT_LABELS: dict[str, str] = {
+    "latest_user": "Newest user turn",
+    "system": "System prompt",
+    "message": "A message (by id)",
+}
+SAFE_COLOR = "#009E73"
+
+
+def safe_policies(settings: HistorySettings) -> dict:
+    """explain_safe_limit's keywords for the page's settings: the policies, the target with the
+    limit it belongs to (it keeps that ratio as the limit varies, as the sweep does) and the
+    summary budget with the page's summarizer. O(1)."""
+    out = {
+        "pin_system": settings.pin_system,
+        "pin_latest_user": settings.pin_latest_user,
+        "keep_tool_groups": settings.keep_tool_groups,
+        "start_on_user": settings.start_on_user,
+    }
+    if settings.target is not None:
+        out.update(target=settings.target, limit=settings.limit)
+    if settings.summary_budget is not None:
+        out.update(summary_budget=settings.summary_budget, summarizer=ExtractiveSummarizer)
+    return out
+
+
+@dataclass(frozen=True, slots=True)
+class ProtectedStatus:
+    """Whether the current replay keeps the protected class: ``kept``, else the first drop's add
+    ``step`` and the dropped message's ``message_id``."""
+
+    kept: bool
+    step: int | None = None
+    message_id: str | None = None
+
+    @property
+    def text(self) -> str:
+        if self.kept:
+            return "kept at this limit"
+        return f"dropped at this limit (add step {self.step:,}, message {self.message_id})"
+
+
+def protected_status(r: Replay, protect: str) -> ProtectedStatus:
+    """Read off a replay whether the protected class was ever dropped while protected. O(n).
+
+    >>> from convmem import HistorySettings, Message, replay
+    >>> msgs = [Message("u1", "user", 10), Message("a1", "assistant", 30), Message("u2", "user", 5)]
+    >>> protected_status(replay(msgs, HistorySettings(40)), "latest_user").kept
+    True
+    >>> protected_status(replay(msgs, HistorySettings(39)), "latest_user")
+    ProtectedStatus(kept=False, step=1, message_id='u1')
+    """
+    msgs = r.messages
+    first: tuple[int, str] | None = None
+
+    def offer(step: int | None, i: int) -> None:
+        nonlocal first
+        if step is not None and (first is None or step < first[0]):
+            first = (step, msgs[i].id)
+
+    if protect == "latest_user":
+        users = [i for i, m in enumerate(msgs) if m.role == "user"]
+        for k, i in enumerate(users):
+            end = users[k + 1] if k + 1 < len(users) else len(msgs)  # protected before the next turn
+            step = r.dropped_at[i]
+            if step is not None and step < end:
+                offer(step, i)
+    elif protect == "system":
+        for i, m in enumerate(msgs):
+            if m.role == "system":
+                offer(r.dropped_at[i], i)
+    else:
+        for i, m in enumerate(msgs):
+            if m.id == protect:
+                offer(r.dropped_at[i], i)
+    if first is None:
+        return ProtectedStatus(True)
+    return ProtectedStatus(False, first[0], first[1])
+
+
+def safe_limit_caption(got: SafeLimit) -> str:
+    """One sentence on what decides the answer."""
+    if got.step is None:
+        why = {
+            "pinned": "it is pinned: History keeps it at any limit",
+            "absent": "this conversation has no such message",
+            "fits": "it needs no room (0 tokens)",
+        }.get(got.reason, got.reason)
+        return f"Any limit keeps it: {why}."
+    if got.reason == "no_compaction":
+        head = (f"Decided at add step {got.step:,} by message {got.message_id}: with no user turn "
+                f"before it, start-on-user drops it at any compaction, so the limit must hold "
+                f"{got.need:,} tokens without one.")
+    else:
+        head = (f"Decided at add step {got.step:,} by message {got.message_id}: {got.need:,} tokens "
+                "must survive the cut there.")
+    if got.exact:
+        return head + " Exact: every smaller limit drops it."
+    return (head + " With a target or summary budget this is the smallest limit from which it is "
+            "kept whatever the compaction timing (a smaller one may be kept by luck).")
+
+
+def mark_safe_limit(fig: go.Figure, got: SafeLimit | None) -> go.Figure:
+    """The limit sweep figure with the safe limit as a green dashed line (in place; returned)."""
+    if got is not None and got.limit > 0:
+        fig.add_vline(
+            x=got.limit,
+            line={"color": SAFE_COLOR, "dash": "dash", "width": 2},
+            annotation_text=f"safe {got.limit:,}",
+            annotation_position="top left",
+        )
+    return fig
+
+
+def _copy(src: str, dst: str) -> None:
+    st.session_state[dst] = st.session_state[src]
+
+
+def exact_limit_input(container, key: str, lo: int, hi: int, default: int, label: str, *, num_key: str | None = None) -> None:
+    """A number input (step 1) for the limit slider ``key``, drawn in ``container`` before it.
+
+    Both widgets share the slider's value (bound to the URL): the input's callback writes it,
+    and the input starts from it on every run. Call it before the slider is created.
+    """
+    num_key = num_key or f"{key}_n"
+    current = st.session_state.get(key)
+    if current is None:
+        # First run: the slider seeds itself from the URL when it is created (after this input);
+        # read the same (already sanitized) URL value so both start equal.
+        raw = st.query_params.get(key)
+        current = int(raw) if isinstance(raw, str) and raw.isdigit() else default
+    if not isinstance(current, int) or not lo <= current <= hi:
+        current = default
+    st.session_state[num_key] = current
+    container.number_input(
+        label, min_value=lo, max_value=hi, step=1, key=num_key, on_change=_copy, args=(num_key, key),
+        help="Type an exact limit (step 1); the slider follows.",
+    )
+
+
+@st.cache_data(show_spinner=False, max_entries=64)
+def _explain(dataset_key: str, conv_id: str, settings: HistorySettings, protect: str) -> SafeLimit | str:
+    from .cache_budget import conversation
+
+    try:
+        return explain_safe_limit(conversation(dataset_key, conv_id).messages, protect, **safe_policies(settings))
+    except ValueError as exc:
+        return str(exc)
+
+
+def _use(limit: int, key: str) -> None:
+    st.session_state[key] = limit
+
+
+def render_safe_limit(
+    dataset_key: str, conv_id: str, settings: HistorySettings, r: Replay, *, limit_key: str = "limit", lo: int = 0, hi: int | None = None
+) -> SafeLimit | None:
+    """The protected-limit panel: protect picker, the answer and its step, the current status.
+
+    Returns the answer (for :func:`mark_safe_limit`), or None when there is none (a message id not
+    in the conversation, a tool result no limit keeps: said in words on the page).
+    """
+    st.subheader("Smallest safe limit")
+    cols = st.columns([3, 3, 4], vertical_alignment="bottom")
+    choice = cols[0].radio(
+        "Protect", list(PROTECT_LABELS), captions=list(PROTECT_LABELS.values()), key="sl_p",
+        bind="query-params", horizontal=True, help="The message class that must never be dropped "
+        "(no format_func: the URL value is the option itself, ?sl_p=system).",
+    )
+    protect = choice
+    if choice == "message":
+        picked = cols[1].text_input(
+            "Message id", key="sl_id", bind="query-params", max_chars=1000,
+            placeholder="an id from the table below",
+        )
+        if not picked:
+            st.info("Type a message id (the 'id' column of the table below) to protect it.")
+            return None
+        protect = picked
+    got = _explain(dataset_key, conv_id, settings, protect)
+    if isinstance(got, str):
+        st.warning(got)
+        return None
+    cols[1 if choice != "message" else 2].metric(
+        "Smallest safe limit (tokens)", f"{got.limit:,}",
+        help="The smallest token limit at which the protected message is never dropped, with the "
+        "policies above (convmem.smallest_safe_limit, one pass).",
+    )
+    status = protected_status(r, protect)
+    st.caption(safe_limit_caption(got) + f" Current limit {settings.limit:,} tokens: {status.text}.")
+    if got.limit != settings.limit and lo <= got.limit and (hi is None or got.limit <= hi):
+        cols[2].button("Use this limit", key="sl_use", on_click=_use, args=(got.limit, limit_key))
+    return got
