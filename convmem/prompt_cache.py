@@ -58,6 +58,7 @@ __all__ = [
     "CacheTotals",
     "PromptCache",
     "CostSweepRow",
+    "clearing_edits",
     "PROVIDERS",
     "ANTHROPIC_SONNET",
     "OPENAI_GPT",
@@ -224,8 +225,28 @@ def cache_accounting(sent: Sequence[int], prefix: Sequence[int], pricing: CacheP
 
 def prompt_cache(result: Replay, pricing: CachePricing) -> PromptCache:
     """The per-request cache accounting of a replay (:func:`unchanged_prefix_tokens` +
-    :func:`cache_accounting`). O(n)."""
-    return cache_accounting(result.totals, unchanged_prefix_tokens(result), pricing)
+    :func:`cache_accounting`). O(n). A replay that cleared messages (``result.clearings``, issue
+    11) breaks the prefix at the first cleared message still in the context (:func:`clearing_edits`)."""
+    return cache_accounting(result.totals, unchanged_prefix_tokens(result, clearing_edits(result)), pricing)
+
+
+def clearing_edits(result: Replay) -> dict[int, list[Message]]:
+    """The ``edits`` of :func:`unchanged_prefix_tokens` for a replay's clearings: step -> the
+    cleared messages as sent from then on (id, role, tokens after). O(messages cleared).
+
+    >>> from convmem import Message, HistorySettings, replay
+    >>> msgs = [Message("a", "assistant", 1, tool_call_ids=("c",)), Message("t", "tool", 900, tool_call_id="c"),
+    ...         Message("b", "assistant", 1, tool_call_ids=("d",)), Message("s", "tool", 900, tool_call_id="d")]
+    >>> r = replay(msgs, HistorySettings(10_000, clear_trigger=1_000, clear_keep=1))
+    >>> {s: [(m.id, m.tokens) for m in ms] for s, ms in clearing_edits(r).items()}
+    {3: [('t', 4)]}
+    >>> unchanged_prefix_tokens(r, clearing_edits(r))  # step 3 changes the prompt at t: only a is reused
+    (0, 1, 901, 1)
+    """
+    edits: dict[int, list[Message]] = {}
+    for c in result.clearings:
+        edits.setdefault(c.step, []).extend(Message(x.id, x.role, x.tokens_after) for x in c.cleared)
+    return edits
 
 
 def common_prefix_tokens(previous: Sequence[Message], current: Sequence[Message]) -> int:
