@@ -18,7 +18,11 @@ with the previous prompt: a drop, a new summary, or a clearing before the newest
 dropped and tool results cleared, and the prompt-cache view (convmem.prompt_cache, Anthropic Sonnet
 defaults: min 1,024 cacheable tokens, reads 0.1x, writes 1.25x): tokens served from the cache and
 the priced cost in USD. Also the no-forgetting baseline. Skips (exit 0 with a reason)
-when ../shared/real_data is absent. Nothing here is timed or asserted.
+when ../shared/real_data is absent. Nothing here is asserted.
+
+``--speed`` also prints History.add with clearing on (ClearToolUses and ClearThinking, every pin and
+group policy on) against the same History without clearing, over 10^5 synthetic tool-heavy
+messages: a ratio (best of 5, same process), the measure of the amortized O(1) claim.
 """
 
 from __future__ import annotations
@@ -85,10 +89,49 @@ def rows(convs, count_text, settings=SETTINGS, *, cache: bool = False) -> list[t
     return out
 
 
+def speed(n: int = 100_000, repeat: int = 5) -> None:
+    """Print History.add with clearing against without, over ``n`` tool-heavy messages."""
+    import random
+    import time
+
+    from convmem import ClearThinking, ClearToolUses, History, Message
+
+    rng = random.Random(7)
+    msgs, thinking = [], {}
+    while len(msgs) < n:
+        i = len(msgs)
+        msgs.append(Message(f"a{i}", "assistant", rng.randint(5, 60), tool_call_ids=(f"c{i}",)))
+        thinking[f"a{i}"] = 5
+        msgs.append(Message(f"t{i}", "tool", rng.randint(10, 800), tool_call_id=f"c{i}"))
+        if rng.random() < 0.2:
+            msgs.append(Message(f"u{i}", "user", rng.randint(5, 50)))
+
+    def run(**kw) -> float:
+        best = float("inf")
+        for _ in range(repeat):
+            h = History(20_000, pin_system=True, pin_latest_user=True, keep_tool_groups=True,
+                        start_on_user=True, **kw)
+            add = h.add
+            t0 = time.perf_counter()
+            for m in msgs:
+                add(m)
+            best = min(best, time.perf_counter() - t0)
+        return best
+
+    base = run()
+    clear = run(clear=ClearToolUses(trigger=12_000, keep=3, clear_at_least=2_000),
+                clear_thinking=ClearThinking(1), thinking=thinking)
+    print(f"History.add over {len(msgs):,} messages: without clearing {base * 1e9 / len(msgs):,.0f} ns/add, "
+          f"with clearing {clear * 1e9 / len(msgs):,.0f} ns/add, ratio {clear / base:.2f}x")
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--file", type=Path, default=REAL / RETAIL)
+    parser.add_argument("--speed", action="store_true", help="also time History.add with clearing")
     args = parser.parse_args()
+    if args.speed:
+        speed()
     if not args.file.is_file():
         print(f"skipped: real retail data not found at {args.file} (needs ../shared/real_data)")
         return 0

@@ -227,7 +227,7 @@ def prompt_cache(result: Replay, pricing: CachePricing) -> PromptCache:
     """The per-request cache accounting of a replay (:func:`unchanged_prefix_tokens` +
     :func:`cache_accounting`). O(n). A replay that cleared messages (``result.clearings``, issue
     11) breaks the prefix at the first cleared message still in the context (:func:`clearing_edits`)."""
-    return cache_accounting(result.totals, unchanged_prefix_tokens(result, clearing_edits(result)), pricing)
+    return cache_accounting(result.totals, unchanged_prefix_tokens(result), pricing)
 
 
 def clearing_edits(result: Replay) -> dict[int, list[Message]]:
@@ -240,8 +240,10 @@ def clearing_edits(result: Replay) -> dict[int, list[Message]]:
     >>> r = replay(msgs, HistorySettings(10_000, clear_trigger=1_000, clear_keep=1))
     >>> {s: [(m.id, m.tokens) for m in ms] for s, ms in clearing_edits(r).items()}
     {3: [('t', 4)]}
-    >>> unchanged_prefix_tokens(r, clearing_edits(r))  # step 3 changes the prompt at t: only a is reused
+    >>> unchanged_prefix_tokens(r)  # step 3 changes the prompt at t: only a is reused
     (0, 1, 901, 1)
+    >>> unchanged_prefix_tokens(r, {})  # ignoring the clearing: wrong, more than step 3 sends
+    (0, 1, 901, 902)
     """
     edits: dict[int, list[Message]] = {}
     for c in result.clearings:
@@ -294,7 +296,8 @@ def unchanged_prefix_tokens(
     that step on the context holds the new version, so the prefix breaks at the first edited
     message still in the context, like a drop. ``result.totals`` must be the totals *with* the
     edits (what a History that edits reports). An id that is not a kept message is ignored.
-    Raises KeyError naming the id when it is no message of the replay.
+    Raises KeyError naming the id when it is no message of the replay. ``edits`` None (the
+    default) takes the replay's own clearings (:func:`clearing_edits`); ``{}`` ignores them.
     """
     n = len(result.messages)
     if n == 0:
@@ -315,7 +318,8 @@ def unchanged_prefix_tokens(
     # A step without a record only appended: it reuses the whole previous prompt.
     out = [0, *totals[:-1]]
     alive = [True] * n
-    edits = edits or {}
+    if edits is None:
+        edits = clearing_edits(result)
     index = {m.id: i for i, m in enumerate(result.messages)} if edits else {}
     no_drop: tuple = ((), None)
     steps = {record[0]: (record[5], record[6]) for record in raw}
