@@ -9,7 +9,10 @@ from convmem_dashboard.data import dataset_picker
 from convmem_dashboard.entry import mark_entry
 from convmem_dashboard.url_params import sanitize_query_params
 
-st.set_page_config(page_title="convmem", page_icon=":material/memory:", layout="wide")
+# An emoji favicon: Streamlit draws it as an inline data: SVG. A ":material/...:" page icon makes
+# the browser fetch an SVG from fonts.gstatic.com (issue 10 item 6: no request leaves localhost;
+# the Material Symbols font of the icons in pages and messages is served by Streamlit itself).
+st.set_page_config(page_title="convmem", page_icon="🧠", layout="wide")
 # Before any widget is seeded from the URL: Streamlit's own parsing of a bound value such as
 # ?seed=inf raises before a page could catch it (convmem_dashboard.url_params, issue 9).
 sanitize_query_params()
@@ -19,6 +22,7 @@ pages = [
     st.Page("pages/flaky_store.py", title="Flaky store", icon=":material/cloud_sync:"),
     st.Page("pages/token_budget.py", title="Token budget", icon=":material/data_usage:"),
     st.Page("pages/listing_eviction.py", title="Listing eviction", icon=":material/shopping_cart:"),
+    st.Page("pages/agent_session.py", title="Agent session", icon=":material/smart_toy:"),
 ]
 pg = st.navigation(pages)
 dataset_picker()

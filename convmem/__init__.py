@@ -34,6 +34,16 @@ from .conversations import (
     parse_conversations,
     to_openai_jsonl,
 )
+from .agent_sessions import (
+    AgentCompaction,
+    AgentSession,
+    ReportedUsage,
+    UsageComparison,
+    session_of,
+    usage_comparison,
+)
+from .calibration import CalibratedCounter, Calibration, calibrate, fit_calibration
+from .redaction import redact_conversation, redact_conversations, redact_text
 from .eviction import EvictionStep, evict_conversations, eviction_curve, explain_eviction, kept_from
 from .history import (
     DROP_REASONS,
@@ -99,7 +109,20 @@ from .tokens import (
 )
 
 __all__ = [
+    "AgentCompaction",
+    "AgentSession",
     "ApproxCounter",
+    "CalibratedCounter",
+    "Calibration",
+    "ReportedUsage",
+    "UsageComparison",
+    "calibrate",
+    "fit_calibration",
+    "redact_conversation",
+    "redact_conversations",
+    "redact_text",
+    "session_of",
+    "usage_comparison",
     "CallOutcome",
     "CallRecord",
     "check_text",

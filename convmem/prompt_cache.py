@@ -58,7 +58,6 @@ __all__ = [
     "CacheTotals",
     "PromptCache",
     "CostSweepRow",
-    "clearing_edits",
     "PROVIDERS",
     "ANTHROPIC_SONNET",
     "OPENAI_GPT",
@@ -225,30 +224,8 @@ def cache_accounting(sent: Sequence[int], prefix: Sequence[int], pricing: CacheP
 
 def prompt_cache(result: Replay, pricing: CachePricing) -> PromptCache:
     """The per-request cache accounting of a replay (:func:`unchanged_prefix_tokens` +
-    :func:`cache_accounting`). O(n). A replay that cleared messages (``result.clearings``, issue
-    11) breaks the prefix at the first cleared message still in the context (:func:`clearing_edits`)."""
+    :func:`cache_accounting`). O(n)."""
     return cache_accounting(result.totals, unchanged_prefix_tokens(result), pricing)
-
-
-def clearing_edits(result: Replay) -> dict[int, list[Message]]:
-    """The ``edits`` of :func:`unchanged_prefix_tokens` for a replay's clearings: step -> the
-    cleared messages as sent from then on (id, role, tokens after). O(messages cleared).
-
-    >>> from convmem import Message, HistorySettings, replay
-    >>> msgs = [Message("a", "assistant", 1, tool_call_ids=("c",)), Message("t", "tool", 900, tool_call_id="c"),
-    ...         Message("b", "assistant", 1, tool_call_ids=("d",)), Message("s", "tool", 900, tool_call_id="d")]
-    >>> r = replay(msgs, HistorySettings(10_000, clear_trigger=1_000, clear_keep=1))
-    >>> {s: [(m.id, m.tokens) for m in ms] for s, ms in clearing_edits(r).items()}
-    {3: [('t', 4)]}
-    >>> unchanged_prefix_tokens(r)  # step 3 changes the prompt at t: only a is reused
-    (0, 1, 901, 1)
-    >>> unchanged_prefix_tokens(r, {})  # ignoring the clearing: wrong, more than step 3 sends
-    (0, 1, 901, 902)
-    """
-    edits: dict[int, list[Message]] = {}
-    for c in result.clearings:
-        edits.setdefault(c.step, []).extend(Message(x.id, x.role, x.tokens_after) for x in c.cleared)
-    return edits
 
 
 def common_prefix_tokens(previous: Sequence[Message], current: Sequence[Message]) -> int:
@@ -291,13 +268,12 @@ def unchanged_prefix_tokens(
     holding the running sum of kept tokens before it; the pointer only crosses kept messages near
     the oldest end (pins), and each message is unlinked once.
 
-    ``edits`` (for policies that edit messages in place, such as issue 11's clearing): step ->
-    the new versions of messages changed at that step (same ids as messages added before). From
-    that step on the context holds the new version, so the prefix breaks at the first edited
-    message still in the context, like a drop. ``result.totals`` must be the totals *with* the
-    edits (what a History that edits reports). An id that is not a kept message is ignored.
-    Raises KeyError naming the id when it is no message of the replay. ``edits`` None (the
-    default) takes the replay's own clearings (:func:`clearing_edits`); ``{}`` ignores them.
+    Messages edited in place break the prefix at the first one still in the context, like a drop:
+    the replay's own clearings (``result.clearings``, History's context editing) always, and
+    ``edits``: step -> new versions of messages changed at that step (same ids as messages of the
+    replay), for edits History does not record. ``result.totals`` must be the totals *with* the
+    edits. An edit of a message no longer kept is ignored; KeyError names an id that is no message
+    of the replay.
     """
     n = len(result.messages)
     if n == 0:
@@ -318,8 +294,14 @@ def unchanged_prefix_tokens(
     # A step without a record only appended: it reuses the whole previous prompt.
     out = [0, *totals[:-1]]
     alive = [True] * n
-    if edits is None:
-        edits = clearing_edits(result)
+    # The new token counts of messages edited in place, per step: the replay's own clearings
+    # (History's context editing, issue 11) plus the caller's ``edits``.
+    changes: dict[int, list[tuple[str, int]]] = {}
+    for clearing in getattr(result, "clearings", ()):
+        changes.setdefault(clearing.step, []).extend((c.id, c.tokens_after) for c in clearing.cleared)
+    for step, edited_messages in (edits or {}).items():
+        changes.setdefault(step, []).extend((m.id, m.tokens) for m in edited_messages)
+    edits = changes
     index = {m.id: i for i, m in enumerate(result.messages)} if edits else {}
     no_drop: tuple = ((), None)
     steps = {record[0]: (record[5], record[6]) for record in raw}
@@ -341,12 +323,12 @@ def unchanged_prefix_tokens(
     for s in sorted(steps.keys() | edits.keys()) if edits else list(steps):
         dropped, event = steps.get(s, no_drop)
         edited = []
-        for m in edits.get(s, ()):
-            if m.id not in index:
-                raise KeyError(f"unchanged_prefix_tokens edits[{s}] names id {m.id!r}, no message of the replay")
-            edited.append((index[m.id], m))
+        for mid, new_tokens in edits.get(s, ()):
+            if mid not in index:
+                raise KeyError(f"unchanged_prefix_tokens edits[{s}] names id {mid!r}, no message of the replay")
+            edited.append((index[mid], new_tokens))
         removed = [seq for (seq, _m), _why in dropped if seq < s]
-        removed += [seq for seq, _m in edited if seq < s and alive[seq]]
+        removed += [seq for seq, _t in edited if seq < s and alive[seq]]
         unit = [seq for (seq, _m), why in dropped if why in _UNIT_REASONS]
         new_frontier = max(frontier, max(unit)) if unit else frontier
         new_summary = summary
@@ -387,10 +369,10 @@ def unchanged_prefix_tokens(
             nxt[prv[k]] = nxt[k]
             prv[nxt[k]] = prv[k]
             alive[seq] = False
-        for seq, m in edited:
+        for seq, new_tokens in edited:
             if alive[seq] and seq + 1 < p:
-                below += m.tokens - tokens[seq]
-            tokens[seq] = m.tokens
+                below += new_tokens - tokens[seq]
+            tokens[seq] = new_tokens
         summary = new_summary
         frontier = new_frontier
     return tuple(out)
@@ -413,12 +395,15 @@ def sweep_limit_costs(
     pricing: CachePricing,
     *,
     count_tokens=None,
+    tool_names=None,
+    thinking=None,
 ) -> list[CostSweepRow]:
     """:func:`~convmem.replay.sweep_limits` with the prompt-cache totals of each limit.
 
     The same settings per limit (a target keeps its ratio to the limit, a summary budget is clipped
-    to the cut), one :func:`~convmem.replay.replay` plus :func:`prompt_cache` per limit:
-    O(len(limits) * n) plus History's cost.
+    to the cut, clearing settings kept as they are), one :func:`~convmem.replay.replay` plus
+    :func:`prompt_cache` per limit: O(len(limits) * n) plus History's cost. ``tool_names`` and
+    ``thinking`` are passed to replay.
     """
     _check_messages(messages)
     rows = []
@@ -430,6 +415,6 @@ def sweep_limit_costs(
         if budget is not None:
             budget = min(budget, limit if target is None else target)
         s = replace(settings, limit=limit, target=target, summary_budget=budget)
-        result = replay(messages, s, count_tokens=count_tokens)
+        result = replay(messages, s, count_tokens=count_tokens, tool_names=tool_names, thinking=thinking)
         rows.append(CostSweepRow(limit, target, result.stats, prompt_cache(result, pricing).totals))
     return rows

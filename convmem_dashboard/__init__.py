@@ -8,4 +8,7 @@ convmem, a figure from a pure builder out).
 * ``url_params``: the one table of URL-bound widget keys and the sanitizer dashboard.py runs first.
 * ``export_safety``: the one escaping of every cell a download button lets out (CSV injection).
 * ``uploads``: what the server keeps of uploads (byte budget, message cap, checks).
+* ``selection`` (streamlit) and ``choices`` (pure): the one conversation selection of every page.
+* ``view_*``: a page's view model (pure; settings derivation, defaults, the words it shows).
+* ``listing_definitions``: what counts as a listing; ``questions``: each page's one question.
 """

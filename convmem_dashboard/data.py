@@ -48,6 +48,8 @@ __all__ = [
     "GONE_UPLOAD_WARNING",
     "url_upload_status",
     "upload_skipped",
+    "missing_dataset_note",
+    "picker_help",
 ]
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -63,6 +65,8 @@ MAX_UPLOAD_BYTES = UPLOAD_MAX_BYTES
 _DATA_KEY = "data"
 #: Session key of an upload the URL asked for that this server no longer holds (see dataset_picker).
 _GONE_KEY = "_gone_upload"
+#: Session key of a built-in dataset the URL asked for that this machine does not have.
+_MISSING_KEY = "_missing_data"
 #: Session key set once the URL that opened the session has been read.
 _URL_READ_KEY = "_url_data_read"
 GONE_UPLOAD_WARNING = (
@@ -237,6 +241,39 @@ def url_upload_status(asked: str | None, session_upload: str | None, held) -> st
 def _forget_gone_upload() -> None:
     """The user picked a dataset: the warning about the link's lost upload has done its job."""
     st.session_state.pop(_GONE_KEY, None)
+    st.session_state.pop(_MISSING_KEY, None)
+
+
+def picker_help(keys) -> str:
+    """The data picker's help: only the datasets offered here (a clone without ../shared has no
+    retail run, so its help does not name one).
+
+    >>> picker_help(["sample", "synthetic-1000"])
+    'sample: bundled shoppers · synthetic-N: one generated conversation of N messages · upload: your file (Home page). Kept in the URL.'
+    """
+    parts = ["sample: bundled shoppers"]
+    if "retail" in keys:
+        parts.append("retail: real tau-bench run (../shared/real_data)")
+    parts.append("synthetic-N: one generated conversation of N messages")
+    parts.append("upload: your file (Home page)")
+    return " · ".join(parts) + ". Kept in the URL."
+
+
+def missing_dataset_note(asked, keys) -> str | None:
+    """The warning for a link's ``?data=`` naming a built-in dataset not on this machine (the
+    retail run without ../shared/real_data), else None (pure).
+
+    >>> missing_dataset_note("retail", ["sample"])
+    'This link asks for the retail dataset (the tau-bench run in ../shared/real_data), which is not on this machine. Showing the sample data.'
+    >>> missing_dataset_note("retail", ["sample", "retail"]) is None, missing_dataset_note("x", ["sample"]) is None
+    (True, True)
+    """
+    if asked == "retail" and "retail" not in keys:
+        return (
+            "This link asks for the retail dataset (the tau-bench run in ../shared/real_data), "
+            "which is not on this machine. Showing the sample data."
+        )
+    return None
 
 
 def _read_url_upload() -> None:
@@ -255,6 +292,8 @@ def _read_url_upload() -> None:
             uploads.move_to_end(asked)
         elif status == "gone":
             st.session_state[_GONE_KEY] = asked
+        elif missing_dataset_note(asked, available_keys()):
+            st.session_state[_MISSING_KEY] = asked
     current = st.session_state.get(_DATA_KEY)
     if url_upload_status(current, current, uploads) == "gone":
         st.session_state[_GONE_KEY] = current
@@ -278,14 +317,13 @@ def dataset_picker() -> Dataset:
         key=_DATA_KEY,
         bind="query-params",
         on_change=_forget_gone_upload,
-        help=(
-            "sample: bundled shoppers · retail: real tau-bench run · synthetic-N: one generated "
-            "conversation of N messages · upload: your file (Home page). Kept in the URL."
-        ),
+        help=picker_help(keys),
     )
     dataset = get_dataset(key)
     if st.session_state.get(_GONE_KEY) and dataset.key == "sample":
         st.warning(GONE_UPLOAD_WARNING, icon=":material/link_off:")
+    if st.session_state.get(_MISSING_KEY) and dataset.key == "sample":
+        st.warning(missing_dataset_note(st.session_state[_MISSING_KEY], keys), icon=":material/link_off:")
     st.sidebar.caption(
         f"{dataset.label}: {len(dataset.conversations):,} conversations · "
         f"{dataset.message_count:,} messages · tokens: {default_counter().name}"

@@ -24,6 +24,7 @@ from convmem import (
 )
 
 from . import cache_budget as cb
+from .agent_view import reported_cache_line
 from .figures_cost import cache_steps_figure, sweep_cost_figure
 from .tables_cost import DEFAULT_PROVIDER, PRICE_KEYS, cost_table, pricing_caption, pricing_from, sweep_cost_table
 from .url_params import PARAMS
@@ -132,6 +133,9 @@ def render(dataset_key: str, conv_id: str, settings_a: HistorySettings, settings
         cost_table(ta, tb, a.cost_without_cache, b.cost_without_cache), hide_index=True, key="cost_table"
     )
     st.plotly_chart(cache_steps_figure(a, b, MAX_BARS), key="cost_chart")
+    reported = reported_cache_line(cb.conversation(dataset_key, conv_id), pricing)  # issue 13
+    if reported:  # a coding-agent session: its calls as the provider reported them
+        st.text(reported)
     st.caption(pricing_caption(pricing) + " Defaults: " + preset_source(pricing))
 
 

@@ -151,10 +151,21 @@ def default_shopper(groups: Mapping[str | None, Sequence[Conversation]]) -> str 
     return choice
 
 
-def shopper_view(conversations: Iterable[Conversation]) -> ShopperView:
-    """Plain values for one shopper's conversations (oldest first). O(mentions)."""
+def shopper_view(
+    conversations: Iterable[Conversation], listings: Sequence[Sequence[str]] | None = None
+) -> ShopperView:
+    """Plain values for one shopper's conversations (oldest first). O(mentions).
+
+    ``listings``: each conversation's listing ids under another definition of a listing
+    (convmem_dashboard.listing_definitions); default ``Conversation.listing_ids``.
+    """
     convs = list(conversations)
-    listings = tuple(tuple(c.listing_ids) for c in convs)
+    if listings is None:
+        listings = tuple(tuple(c.listing_ids) for c in convs)
+    else:
+        listings = tuple(tuple(x) for x in listings)
+        if len(listings) != len(convs):
+            raise ValueError(f"listings must have one entry per conversation ({len(convs)}), got {len(listings)}")
     curve = tuple(eviction_curve(listings))
     return ShopperView(
         ids=tuple(c.id for c in convs),
@@ -251,19 +262,18 @@ def remaining_table(view: ShopperView, ev: Eviction) -> pd.DataFrame:
     return pd.DataFrame(records, columns=["listing id", "mentions", "in conversations #"])
 
 
-#: The "why each drop" table's columns as shown: the short key columns, then the sentence (it
-#: wraps; it names the count before and after), all within a 1280-px window's main area (820 px);
-#: then the details, which a wider window shows and a narrow one scrolls to.
+#: The "why each drop" table's columns as shown: the ones that answer "why" first (the sentence,
+#: the count before and after, the ids released and the ids newer conversations still mention),
+#: then which conversation it was and the details, which a narrow window scrolls to.
 DROPPED_ORDER = (
-    "#", "conversation", "fate", "released", "shared with newer", "why", "count before -> after",
+    "#", "why", "count before -> after", "released", "shared with newer", "fate", "conversation",
     "distinct ids", "mentions", "messages", "title",
 )
 
 
 def dropped_table_view(rows: int) -> dict:
     """st.dataframe arguments of :func:`dropped_table`: as tall as its rows (up to 8), the why
-    sentence wrapped in a wide column right after the released and shared counts it explains,
-    short headers; the key columns fit in 800 px."""
+    sentence first after #, wrapped in a wide column, then the counts it explains; short headers."""
     return table_view(
         rows,
         wrap=True,

@@ -62,6 +62,7 @@ __all__ = [
     "POLICIES",
     "RUN_MODES",
     "TARGET_MODES",
+    "UNBOUND_KEYS",
     "fix_message",
     "sanitize",
     "sanitize_query_params",
@@ -75,6 +76,11 @@ COUNT_MAX = 2**31 - 1
 POLICIES = ("pin_system", "pin_latest_user", "keep_tool_groups", "start_on_user")
 #: Token budget target modes: off (target = limit), a percentage of the limit, or a token count.
 TARGET_MODES = ("off", "percent", "tokens")
+#: Keys the dashboard reads and writes itself instead of binding a widget (the shared conversation
+#: selection, convmem_dashboard.selection; the per-shopper cap slider, pages/listing_eviction.py).
+UNBOUND_KEYS = ("conv", "shopper", "cap")
+#: What counts as a listing (convmem_dashboard.listing_definitions.DEFINITIONS).
+LISTING_DEFINITIONS = ("digits", "catalog", "keys")
 #: The cost panel's provider presets (convmem.PROVIDERS keys).
 PROVIDER_KEYS = ("anthropic", "openai")
 #: Flaky store run modes.
@@ -183,6 +189,7 @@ PARAMS: dict[str, Param] = dict(
         _p("shopper", "text"),
         _p("cap", "int", lo=0, hi=COUNT_MAX),  # hi: the dataset's most distinct ids
         _p("only", "bool", default=True),
+        _p("listing", "choice", options=LISTING_DEFINITIONS),
     ]
 )
 

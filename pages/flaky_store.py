@@ -29,6 +29,8 @@ from convmem_dashboard.tables_store import (
 )
 from convmem_dashboard.entry import require_entry
 from convmem_dashboard.export_safety import download_csv
+from convmem_dashboard.questions import QUESTIONS
+from convmem_dashboard.selection import conversation_picker
 from convmem_dashboard.url_params import PARAMS
 
 require_entry()
@@ -70,6 +72,7 @@ def conversation_choices(dataset_key: str) -> tuple[tuple[str, ...], dict[str, i
 
 
 st.title("Flaky store")
+st.markdown(f"**{QUESTIONS['flaky_store']}**")
 st.caption(
     "A simulated store serves one conversation page by page and misbehaves on purpose. "
     "convmem.load_history retries failed calls with backoff on a virtual clock (no real waiting) "
@@ -82,15 +85,7 @@ if not ids:
     st.info("The dataset in use has no conversation. Pick another one in the sidebar.")
     st.stop()
 
-conv_id = st.selectbox(
-    "Conversation",
-    ids,
-    index=default_index,
-    key="conv",
-    help="The store serves this conversation's messages; they are the truth the load is checked "
-    "against. The longest conversation of the dataset is picked first.",
-    **URL,
-)
+conv_id = conversation_picker(dataset)
 
 with st.container(border=True):
     left, middle, right = st.columns(3)

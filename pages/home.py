@@ -10,10 +10,21 @@ from convmem_dashboard.data import (
     upload_skipped,
 )
 from convmem_dashboard.entry import require_entry
+from convmem_dashboard.selection import conversation_picker
+from convmem_dashboard.view_home import (
+    PAGE_LINKS,
+    QUESTION,
+    conversation_caption,
+    conversation_metrics,
+    dataset_metrics,
+    roles_table,
+    upload_outcome,
+)
 
 require_entry()
 
 st.title("convmem: an agent's conversation memory")
+st.markdown(f"**{QUESTION}**")
 st.markdown(
     "convmem is the memory layer of a conversational agent. It **loads** a conversation's past "
     "messages page by page from a store that fails now and then, **keeps** what goes to the model "
@@ -21,25 +32,31 @@ st.markdown(
     "too many product listings."
 )
 
-cols = st.columns(3)
-with cols[0]:
-    st.page_link("pages/flaky_store.py", label="Flaky store", icon=":material/cloud_sync:")
-    st.caption("Load a conversation through injected failures; check nothing was lost or repeated.")
-with cols[1]:
-    st.page_link("pages/token_budget.py", label="Token budget", icon=":material/data_usage:")
-    st.caption("Add messages one by one under a token limit; see what compaction drops and why.")
-with cols[2]:
-    st.page_link("pages/listing_eviction.py", label="Listing eviction", icon=":material/shopping_cart:")
-    st.caption("Cap the distinct listings a shopper's past conversations bring into context.")
+cols = st.columns(len(PAGE_LINKS))
+for col, link in zip(cols, PAGE_LINKS):
+    col.page_link(link.path, label=link.label, icon=link.icon)
+    col.caption(link.question)
 
 st.subheader("Data in use")
 dataset = current_dataset()
 st.metric("Dataset", dataset.label)
-c1, c2, c3 = st.columns(3)
-c1.metric("Conversations", f"{len(dataset.conversations):,}")
-c2.metric("Messages", f"{dataset.message_count:,}")
-c3.metric("Shoppers", f"{len({c.user_id for c in dataset.conversations if c.user_id}):,}")
+for col, metric in zip(st.columns(4), dataset_metrics(dataset.conversations)):
+    col.metric(metric.label, metric.value, help=metric.help)
 st.caption(f"Source: {dataset.note}. Pick another dataset in the sidebar.")
+
+st.subheader("Conversation in use")
+conv_id = conversation_picker(dataset)
+if conv_id is not None:
+    conv = dataset.conversation(conv_id)
+    st.markdown(conversation_caption(conv))
+    for col, metric in zip(st.columns(4), conversation_metrics(conv)):
+        col.metric(metric.label, metric.value, help=metric.help)
+    st.dataframe(roles_table(conv), hide_index=True, width="content")
+    st.caption(
+        "Every page shows this conversation until you pick another one (Listing eviction shows "
+        "its shopper); the link keeps it too. The first one shown is the longest conversation "
+        "(most tokens) of the shopper with the most conversations."
+    )
 
 
 def _on_upload() -> None:
@@ -79,19 +96,20 @@ st.file_uploader(
     help=(
         "OpenAI Chat Completions or Responses items (JSON, or JSONL with one conversation per "
         "line), Anthropic Messages, LangChain messages_to_dict output, Gemini contents, a "
-        "tau-bench run file (rows with `traj`), or CSV with columns id, role, tokens[, content]."
+        "tau-bench run file (rows with `traj`), CSV with columns id, role, tokens[, content], or a "
+        "coding agent's session: Claude Code (~/.claude/projects/*/*.jsonl) or Codex CLI "
+        "(~/.codex/sessions/**/rollout-*.jsonl)."
     ),
 )
 if error := st.session_state.get("upload_error"):
     st.error("Could not read the upload; nothing was loaded. What is wrong and where:", icon=":material/error:")
     st.code(error, language=None, wrap_lines=True)  # user text: shown verbatim, never as markdown/HTML
 elif st.session_state.get("upload_key") == dataset.key:
-    n = len(dataset.conversations)
-    st.success(f"Using the uploaded file: {n} conversation{'s' if n != 1 else ''}.")
     total, skipped = upload_skipped(dataset.key)
-    if skipped:
-        st.warning(f"Loaded {n:,} of {total:,} conversations; {len(skipped):,} skipped.",
-                   icon=":material/warning:")
-        with st.expander(f"Why {len(skipped):,} conversation{'s were' if len(skipped) != 1 else ' was'} skipped"):
+    outcome = upload_outcome(len(dataset.conversations), total, len(skipped))
+    st.success(outcome.success)
+    if outcome.warning:
+        st.warning(outcome.warning, icon=":material/warning:")
+        with st.expander(outcome.skipped_title):
             # user text: shown verbatim, never as markdown/HTML
             st.code("\n".join(str(s) for s in skipped), language=None, wrap_lines=True)

@@ -9,21 +9,36 @@ from __future__ import annotations
 
 import streamlit as st
 
-from convmem.conversations import group_by_user
-from convmem_dashboard.data import current_dataset, get_dataset
+from convmem_dashboard.data import RETAIL_FILE, current_dataset, get_dataset
 from convmem_dashboard.figures_eviction import conversation_timeline, eviction_curve_figure
+from convmem_dashboard.listing_definitions import (
+    DEFINITION_CAPTIONS,
+    Catalog,
+    extractor,
+    listings_of,
+    load_catalog,
+)
+from convmem_dashboard.selection import shopper_picker
 from convmem_dashboard.tables_eviction import (
-    NO_SHOPPER,
     Eviction,
     ShopperView,
-    default_shopper,
     dropped_table,
     dropped_table_view,
     evict,
     remaining_table,
-    shopper_options,
     shopper_view,
 )
+from convmem_dashboard.view_listing_eviction import (
+    QUESTION,
+    cap_bounds,
+    definitions_offered,
+    drop_caption,
+    eviction_metrics,
+    no_cut_notice,
+    resolve_cap,
+    what_counts,
+)
+from convmem_dashboard.choices import shopper_conversations
 from convmem_dashboard.entry import require_entry
 from convmem_dashboard.export_safety import download_csv
 from convmem_dashboard.url_params import PARAMS
@@ -31,31 +46,32 @@ from convmem_dashboard.url_params import PARAMS
 require_entry()
 
 URL = {"bind": "query-params"}
+#: The retail run's catalogue (tau-bench db/products.json), beside its trajectories.
+CATALOG_FILE = RETAIL_FILE.parents[1] / "db" / "products.json"
 
 
-@st.cache_data(show_spinner=False, max_entries=16)
-def shoppers(dataset_key: str) -> tuple[list[str], str | None, int]:
-    """Picker options (shoppers in first-appearance order), the default shopper, and the largest
-    distinct-id count of any shopper (the slider's range, fixed per dataset)."""
-    groups = group_by_user(get_dataset(dataset_key).conversations)
-    top = max((len({x for c in convs for x in c.listing_ids}) for convs in groups.values()), default=0)
-    return shopper_options(groups), default_shopper(groups), top
+@st.cache_resource(show_spinner=False)
+def catalog_for(dataset_key: str) -> Catalog | None:
+    """The dataset's catalogue: the retail run's products.json when present, else None."""
+    return load_catalog(CATALOG_FILE) if dataset_key == "retail" else None
 
 
 @st.cache_data(show_spinner=False, max_entries=64)
-def view_of(dataset_key: str, shopper: str) -> ShopperView:
-    """One shopper's conversations as plain values (cached by plain values)."""
-    user = None if shopper == NO_SHOPPER else shopper
-    convs = [c for c in get_dataset(dataset_key).conversations if c.user_id == user]
-    return shopper_view(convs)
+def view_of(dataset_key: str, shopper: str, definition: str) -> ShopperView:
+    """One shopper's conversations as plain values under one listing definition (cached by
+    plain values)."""
+    convs = shopper_conversations(get_dataset(dataset_key).conversations, shopper)
+    extract = extractor(definition, catalog_for(dataset_key))
+    return shopper_view(convs, listings_of(convs, extract))
 
 
 @st.cache_data(show_spinner=False, max_entries=256)
-def eviction_for(dataset_key: str, shopper: str, cap: int) -> Eviction:
-    return evict(view_of(dataset_key, shopper), cap)
+def eviction_for(dataset_key: str, shopper: str, definition: str, cap: int) -> Eviction:
+    return evict(view_of(dataset_key, shopper, definition), cap)
 
 
 st.title("Listing eviction")
+st.markdown(f"**{QUESTION}**")
 st.caption(
     "A shopping agent carries a shopper's past conversations, oldest first. While they mention "
     "more than max_listings distinct listing ids, convmem.evict_conversations forgets the oldest "
@@ -63,58 +79,66 @@ st.caption(
 )
 
 dataset = current_dataset()
-options, default, top = shoppers(dataset.key)
-if not options:
+top = st.columns([3, 2])
+shopper = shopper_picker(dataset, top[0])
+if shopper is None:
     st.info("The dataset in use has no conversation. Pick another one in the sidebar.")
     st.stop()
-
-
-
-def _reset_cap() -> None:
-    """A new shopper starts at its own default cap (the slider keeps one identity per dataset, so
-    this programmatic value always wins, and the URL follows it)."""
-    chosen = st.session_state.get("shopper")
-    if chosen in options:
-        st.session_state["cap"] = view_of(dataset.key, chosen).default_cap
-
-
-shopper = st.selectbox(
-    "Shopper",
-    options,
-    index=options.index(default) if default in options else 0,
-    key="shopper",
-    on_change=_reset_cap,
-    help="group_by_user of the dataset in use; the conversations are in file order (oldest first).",
+catalog = catalog_for(dataset.key)
+offered = definitions_offered(catalog is not None)
+definition = top[1].radio(
+    "What counts as a listing",
+    offered,
+    captions=[DEFINITION_CAPTIONS[d] for d in offered],
+    key="listing",
+    horizontal=False,
+    help="Every 10-digit id also counts other 10-digit ids (retail product ids); the catalogue "
+    "is offered when the dataset has one (tau-bench retail db/products.json). Kept in the URL.",
     **URL,
 )
-view = view_of(dataset.key, shopper)
+view = view_of(dataset.key, shopper, definition)
 
 if view.max_cap == 0:
     st.info(
-        f"This shopper's {view.n} conversation(s) mention no listing id: nothing to evict. "
-        "Pick another shopper."
+        f"This shopper's {view.n:,} conversation(s) mention no listing id under this definition: "
+        "nothing to evict. Pick another shopper or another definition."
     )
     st.stop()
 
-# One range for the whole dataset (not per shopper): a slider whose bounds change gets a new
-# identity, and Streamlit would then re-seed it from the URL the page was opened with.
-cap = st.slider(
-    "max_listings (distinct listing ids the kept conversations may mention)",
-    0,
-    max(top, 1),
-    view.default_cap,
-    key="cap",
-    help=f"For this shopper {view.max_cap} or more keeps every conversation; 0 keeps only "
-    "conversations that mention no listing. Picking a shopper resets it to that shopper's default.",
-    **URL,
+# The slider's range is this shopper's (0 to its distinct ids). Not bound with bind=: a slider
+# whose range changes is a new widget that Streamlit would re-seed from the URL the page was
+# opened with; the URL is read and written here instead (view_listing_eviction.resolve_cap).
+scope = (dataset.key, shopper, definition)
+same_scope = st.session_state.get("_ev_scope") == scope
+st.session_state["_ev_scope"] = scope
+st.session_state["cap"] = resolve_cap(
+    url=st.query_params.get("cap"), url_seen=st.session_state.get("_cap_url_seen"),
+    session=st.session_state.get("cap"), same_scope=same_scope, view=view,
 )
-ev = eviction_for(dataset.key, shopper, int(cap))
+lo, hi = cap_bounds(view)
+cap = int(st.slider(
+    "max_listings (distinct listing ids the kept conversations may mention)",
+    lo,
+    hi,
+    key="cap",
+    help=f"For this shopper {view.max_cap:,} or more keeps every conversation; 0 keeps only "
+    "conversations that mention no listing. Picking a shopper resets it to that shopper's "
+    "default. Kept in the URL (?cap=).",
+))
+st.session_state["_cap_url_seen"] = str(cap)
+if cap == view.default_cap:  # as a bound widget does: the default is left out of the URL
+    st.query_params.pop("cap", None)
+elif st.query_params.get("cap") != str(cap):
+    st.query_params["cap"] = str(cap)
+ev = eviction_for(dataset.key, shopper, definition, cap)
 
+if notice := no_cut_notice(view, cap):
+    st.warning(notice, icon=":material/block:")
 m = st.columns(4)
-m[0].metric("Conversations kept", f"{view.n - ev.k} / {view.n}")
-m[1].metric("Conversations dropped", ev.k)
-m[2].metric("Distinct ids remaining", len(ev.remaining))
-m[3].metric("Distinct ids before eviction", view.max_cap)
+for col, metric in zip(m, eviction_metrics(view, ev)):
+    col.metric(metric.label, metric.value, help=metric.help)
+if counts := what_counts(definition, view.listings[-1], catalog):
+    st.caption(counts)
 
 st.subheader("Conversations, oldest first")
 st.plotly_chart(
@@ -128,7 +152,7 @@ st.caption(
 )
 
 st.subheader("Eviction curve")
-st.plotly_chart(eviction_curve_figure(view.curve, int(cap), ev.k), key="curve")
+st.plotly_chart(eviction_curve_figure(view.curve, cap, ev.k), key="curve")
 st.caption(
     "Distinct listing ids left after dropping the k oldest conversations (convmem.eviction_curve). "
     "The dashed line is the cap; the star is the first k whose count fits under it, the "
@@ -147,17 +171,7 @@ download_csv(
     key="dl_evict",
     help="The rows shown above. Text that a spreadsheet would run as a formula starts with '.",
 )
-if ev.k == 0:
-    st.caption(f"Nothing is dropped: all {view.max_cap} distinct ids fit under the cap.")
-else:
-    wasted = sum(1 for i in range(ev.k) if not ev.released[i] and ev.shared[i])
-    empty = sum(1 for i in range(ev.k) if not ev.released[i] and not ev.shared[i])
-    st.caption(
-        f"{ev.k} conversation(s) dropped; {wasted} of them lowered nothing because every id they "
-        "mention is mentioned again by a newer conversation"
-        + (f", and {empty} mention no listing at all" if empty else "")
-        + ". Released: ids whose last mention went with the conversation."
-    )
+st.caption(drop_caption(view, ev))
 
 st.subheader(f"Ids that remain ({len(ev.remaining)})")
 ids_table, ids_text = st.columns([3, 2])

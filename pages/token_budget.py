@@ -15,9 +15,12 @@ from convmem import HistorySettings
 from convmem_dashboard import cache_budget as cb
 from convmem_dashboard import clearing_view as cv
 from convmem_dashboard import panel_cost
+from convmem_dashboard.agent_view import add_agent_compactions, compaction_table, has_session, session_caption
 from convmem_dashboard.data import current_dataset
 from convmem_dashboard.entry import require_entry
 from convmem_dashboard.export_safety import download_csv, download_json
+from convmem_dashboard.questions import QUESTIONS
+from convmem_dashboard.selection import conversation_picker
 from convmem_dashboard.url_params import PARAMS, POLICIES, TARGET_MODES
 from convmem_dashboard.panel_safe_limit import exact_limit_input, mark_safe_limit, render_safe_limit
 from convmem_dashboard.figures_budget import (
@@ -32,7 +35,6 @@ from convmem_dashboard.tables_budget import (
     context_caption,
     context_table,
     context_view,
-    default_conversation,
     drop_event_table,
     drop_event_view,
     limit_bounds,
@@ -93,6 +95,7 @@ def _on_sweep_pick() -> None:
 
 
 st.title("Token budget")
+st.markdown(f"**{QUESTIONS['token_budget']}**")
 st.caption(
     "Messages are added one by one to a History under a token limit; when the total passes the "
     "limit, compaction drops the oldest messages (with the policies below). Every setting is in "
@@ -106,18 +109,8 @@ if not convs:
     st.stop()
 
 # ---------------------------------------------------------------------------------- settings (A)
-_drop_if("conv", lambda v: v not in convs)
-ids = list(convs)
-default_id = default_conversation(dataset.conversations) or ids[0]
 top = st.columns([3, 4])
-conv_id = top[0].selectbox(
-    "Conversation",
-    ids,
-    index=ids.index(default_id),
-    key="conv",
-    bind=URL,
-    help="Default: the conversation with the most tokens among the first ten.",
-)
+conv_id = conversation_picker(dataset, top[0])
 conv = convs[conv_id]
 n = len(conv.messages)
 top[0].caption(f"{n:,} messages · {conv.total_tokens:,} tokens")
@@ -267,7 +260,9 @@ elif n_events == 1:
     selected = 0
 
 st.plotly_chart(
-    cv.mark_clearings(totals_figure(arrays, start=win[0], stop=win[1], selected=selected), r, win[0], win[1]),
+    add_agent_compactions(  # a coding-agent session: its own compactions beside convmem's
+        cv.mark_clearings(totals_figure(arrays, start=win[0], stop=win[1], selected=selected), r, win[0], win[1]),
+        conv, start=win[0], stop=win[1]),
     key="tot_pick",
     on_select=_on_chart_pick,
     selection_mode="points",
@@ -275,6 +270,9 @@ st.plotly_chart(
 st.caption(totals_caption(n_events, arrays.has_target, arrays.summary_budget is not None))
 if stats.clearings:
     st.caption(cv.clearing_caption(stats))
+if has_session(conv):  # issue 13: what the agent kept at each of its compactions, beside convmem
+    st.caption(f"{session_caption(conv)}. Green stars: the agent's own compactions; orange dots: the prompt the provider reported per call.")
+    st.dataframe(compaction_table(conv, r), hide_index=True, key="agent_cmp_table")
 
 st.subheader("Drop events")
 if selected is None:

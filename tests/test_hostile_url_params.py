@@ -18,7 +18,7 @@ from hypothesis import given, strategies as st
 
 from apptest_support import PAGES, open_dashboard_page
 from convmem.limits import MAX_TOKENS
-from convmem_dashboard.url_params import MAX_TEXT, PARAMS, Fix, fix_message, sanitize
+from convmem_dashboard.url_params import MAX_TEXT, PARAMS, UNBOUND_KEYS, Fix, fix_message, sanitize
 
 ROOT = Path(__file__).resolve().parent.parent
 HOSTILE_VALUES = ["nan", "inf", "-inf", "1e309", "-1", str(10**30), "", "abc"]
@@ -54,7 +54,9 @@ def test_the_table_covers_exactly_the_url_bound_keys_of_the_pages():
     panels = (ROOT / "convmem_dashboard").glob("panel_*.py")  # widgets a page renders through a module
     for path in [*(ROOT / "pages").glob("*.py"), ROOT / "convmem_dashboard" / "data.py", *panels]:
         found |= bound_keys(path)
-    assert found == set(PARAMS)
+    # conv, shopper, cap: read and written by code (the shared selection, the per-shopper cap)
+    assert not found & set(UNBOUND_KEYS)
+    assert found | set(UNBOUND_KEYS) == set(PARAMS)
 
 
 def test_pages_take_static_ranges_and_defaults_from_the_table():
@@ -180,14 +182,14 @@ def test_sanitize_never_raises_keeps_only_valid_values_and_is_idempotent(query):
 # ----------------------------------------------------------------------------- AppTest fuzzing
 
 PAGE_KEYS = {
-    "pages/home.py": ["data"],
+    "pages/home.py": ["data", "conv"],
     "pages/flaky_store.py": ["data", "conv", "rate", "burst", "seed", "rep", "cyc", "wrap", "empty", "psize",
                              "overlap", "tries", "base", "maxd", "dl", "epe", "mode", "step", "truth_all"],
     "pages/token_budget.py": ["data", "conv", "limit", "pin_sys", "pin_user", "tools", "on_user", "tmode", "tgt",
                               "tgt_tok", "sum", "sb", "win", "ev", "ctx_step", "cmp", "b_limit", "b_tgt", "b_sum",
                               "b_pol", "sweep", "sw_n", "pg", "cp", "cp_in", "cp_read", "cp_write", "cp_min",
-                              "cp_inc", "clr", "clr_trig", "clr_keep", "clr_min", "b_clr"],
-    "pages/listing_eviction.py": ["data", "shopper", "cap", "only"],
+                              "cp_inc", "sl_p", "sl_id", "clr", "clr_trig", "clr_keep", "clr_min", "b_clr"],
+    "pages/listing_eviction.py": ["data", "conv", "shopper", "cap", "only", "listing"],
 }
 #: Values that open the widgets shown only under another setting (target, budget, B, step mode).
 GATES = [

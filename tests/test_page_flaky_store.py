@@ -14,6 +14,7 @@ from streamlit.testing.v1 import AppTest
 from convmem import LoadReport, PageLoadError, load_conversations, load_history
 from convmem.testing import FaultConfig, FlakyStore, PagedStore, VirtualClock, compare_to_truth
 from apptest_support import metrics, open_dashboard_page
+from convmem_dashboard.choices import default_conversation_id
 
 ROOT = Path(__file__).resolve().parent.parent
 SAMPLE = ROOT / "sample_data" / "shoppers.jsonl"
@@ -32,9 +33,8 @@ def sample():
 
 @pytest.fixture(scope="module")
 def default_conv(sample):
-    """The page's default conversation: the longest, the first one on a tie."""
-    convs = list(sample.values())
-    return max(enumerate(convs), key=lambda ic: (len(ic[1].messages), -ic[0]))[1]
+    """The page's default conversation: the app-wide one (convmem_dashboard.choices)."""
+    return sample[default_conversation_id(list(sample.values()))]
 
 
 def direct(conv, page_size=5, empty_page_ends=True, load=None, **faults):
@@ -281,7 +281,7 @@ def test_runs_on_the_real_retail_file(tau_retail_file):
     assert_clean(at)
     assert not at.error
     convs = load_conversations(tau_retail_file)
-    longest = max(enumerate(convs), key=lambda ic: (len(ic[1].messages), -ic[0]))[1]
+    longest = next(c for c in convs if c.id == default_conversation_id(convs))
     assert widgets(at)["conv"] == longest.id
     report, _l, error, diff = direct(longest)
     assert error is None and diff.ok

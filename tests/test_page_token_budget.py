@@ -15,7 +15,8 @@ import pytest
 from streamlit.testing.v1 import AppTest
 
 from convmem import HistorySettings, context_at, load_conversations, replay
-from convmem_dashboard.tables_budget import MESSAGE_COLUMNS, default_conversation, limit_bounds, sweep_grid
+from convmem_dashboard.choices import default_conversation_id
+from convmem_dashboard.tables_budget import MESSAGE_COLUMNS, limit_bounds, sweep_grid
 from apptest_support import dashboard_app, metrics, ok
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -32,7 +33,7 @@ def convs():
 
 @pytest.fixture(scope="module")
 def default_conv(convs):
-    return convs[default_conversation(list(convs.values()))]
+    return convs[default_conversation_id(list(convs.values()))]
 
 
 def open_page(query: dict | None = None, data: str | None = None) -> AppTest:

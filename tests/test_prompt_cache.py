@@ -269,6 +269,8 @@ REAL_POLICIES = [
     HistorySettings.all_policies(4_000, target=2_000),
     HistorySettings.all_policies(4_000, target=2_400, summary_budget=400),
     HistorySettings(4_000, 2_400, False, False, True, True, 400),
+    HistorySettings(4_000, 2_400, True, True, True, True, clear_trigger=2_000, clear_keep=3),
+    HistorySettings(3_000, clear_trigger=1_500, clear_keep=1, clear_at_least=200),
 ]
 
 
@@ -323,3 +325,41 @@ def test_edits_naming_an_unknown_id_raise():
     assert unchanged_prefix_tokens(r, {2: [replace(msgs[0], content="x", tokens=1)]})[2] == 0
     with pytest.raises(KeyError, match="'nope'"):
         unchanged_prefix_tokens(r, {1: [Message("nope", "user", 1)]})
+
+
+@pytest.mark.parametrize(
+    "s",
+    [
+        HistorySettings(3_000, clear_trigger=1_500, clear_keep=2),
+        HistorySettings(3_000, clear_trigger=1_500, clear_keep=0, clear_at_least=300),
+        HistorySettings.all_policies(3_000, target=2_000),
+        replace(HistorySettings.all_policies(3_000, target=2_000, summary_budget=300), clear_trigger=1_800, clear_keep=1),
+    ],
+    ids=repr,
+)
+def test_history_clearing_breaks_the_prefix_at_the_first_cleared_message(s):
+    """History's own clearings (issue 11) are read from the replay: checked against the brute force
+    over context_at, whose cleared tool results are placeholder messages (same id, new content)."""
+    msgs = list(generate_conversation(220, seed=13).messages)
+    r = replay(msgs, s, count_tokens=words)
+    if s.clear_trigger is not None:
+        assert r.stats.clearings > 0
+    assert unchanged_prefix_tokens(r) == brute_force(msgs, s, count_tokens=words)
+
+
+@settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(scenarios(), st.data())
+def test_clearing_policies_match_brute_force(scenario, data):
+    msgs, s = scenario
+    s = replace(
+        s,
+        clear_trigger=data.draw(st.integers(0, s.limit), label="trigger"),
+        clear_keep=data.draw(st.integers(0, 3), label="keep"),
+        clear_at_least=data.draw(st.integers(0, 10), label="at least"),
+    )
+    try:
+        s.build()
+    except (ValueError, TypeError):
+        return
+    r = replay(msgs, s, count_tokens=words)
+    assert unchanged_prefix_tokens(r) == brute_force(msgs, s, count_tokens=words)
