@@ -185,7 +185,7 @@ PAGE_KEYS = {
                              "overlap", "tries", "base", "maxd", "dl", "epe", "mode", "step", "truth_all"],
     "pages/token_budget.py": ["data", "conv", "limit", "pin_sys", "pin_user", "tools", "on_user", "tmode", "tgt",
                               "tgt_tok", "sum", "sb", "win", "ev", "ctx_step", "cmp", "b_limit", "b_tgt", "b_sum",
-                              "b_pol", "sweep", "sw_n", "pg"],
+                              "b_pol", "sweep", "sw_n", "pg", "sl_p", "sl_id"],
     "pages/listing_eviction.py": ["data", "shopper", "cap", "only"],
 }
 #: Values that open the widgets shown only under another setting (target, budget, B, step mode).

@@ -55,7 +55,7 @@ def test_exact_limit_flow(page, streamlit_url, screenshot_dir):
     type_limit(page, safe)
     assert f"Current limit {safe:,} tokens: kept at this limit" in status(page)
     # the slider follows the typed value (off its step grid)
-    thumb = page.locator('[data-testid="stSlider"]').filter(has_text="Limit (tokens)").first.locator('[role="slider"]').first
+    thumb = page.locator('[data-testid="stSlider"]').filter(has_text="Limit (tokens)").first.locator('[role="slider"], input[type="range"]').first
     assert (thumb.get_attribute("aria-valuenow") or "").replace(",", "") == str(safe)
     assert_no_exception(page)
     page.locator('[data-testid="stMetric"]').filter(has_text=SAFE).scroll_into_view_if_needed()
