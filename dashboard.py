@@ -19,6 +19,7 @@ pages = [
     st.Page("pages/flaky_store.py", title="Flaky store", icon=":material/cloud_sync:"),
     st.Page("pages/token_budget.py", title="Token budget", icon=":material/data_usage:"),
     st.Page("pages/listing_eviction.py", title="Listing eviction", icon=":material/shopping_cart:"),
+    st.Page("pages/agent_session.py", title="Agent session", icon=":material/smart_toy:"),
 ]
 pg = st.navigation(pages)
 dataset_picker()

@@ -15,6 +15,11 @@ cycled when ../shared/real_data is present, else seeded synthetic ones, converte
 - MB/s with token counting (the default counter: tiktoken cl100k_base when its file is found),
   and its ratio.
 
+Then a generated coding-agent session (``--session-records``, default 10^4 records:
+:func:`convmem.testing.sessions.claude_code_session`, with compactions) read as ``claude-code``,
+and the same conversation dumped as a ``codex-cli`` rollout: MB/s of json.loads per line, of
+``parse_conversations`` (no token counting), and their ratio.
+
 Ratios, not absolute times, are the measure: the machine's speed cancels out. Nothing here asserts.
 """
 
@@ -120,6 +125,8 @@ def main() -> None:
     ap.add_argument("--repeat", type=int, default=5)
     ap.add_argument("--formats", default=",".join(FORMATS))
     ap.add_argument("--no-tokens", action="store_true", help="skip the token-counting column")
+    ap.add_argument("--session-records", type=int, default=10_000,
+                    help="records of the generated coding-agent session (0: skip)")
     args = ap.parse_args()
     convs, origin = source_conversations(args.messages)
     n_msgs = sum(len(c.messages) for c in convs)
@@ -150,6 +157,31 @@ def main() -> None:
                          max(1, args.repeat // 2))
             line += f"{mb / t_tok:>14.1f}{t_tok / t_base:>7.2f}"
         print(line, flush=True)
+    if args.session_records:
+        session_bench(args.session_records, args.repeat)
+
+
+def session_bench(records: int, repeat: int) -> None:
+    """A generated Claude Code session, and the same conversation as a Codex rollout."""
+    from convmem.testing.sessions import claude_code_session
+
+    text = claude_code_session(records, seed=11, ratio=1.2, overhead=5, base=9000,
+                               compact_every=200)
+    conv = parse_conversations(text, counter=Zero(), max_bytes=BIG)[0]
+    rollout = dump_conversations([conv], "codex-cli")
+    print(f"\ncoding-agent session: {records:,} generated records, {len(conv.messages):,} "
+          f"messages, {len(conv.envelope.compactions)} compactions; best of {repeat}")
+    print(f"{'format':<18}{'MB':>6}{'base MB/s':>11}{'parse MB/s':>12}{'ratio':>7}")
+    for fmt, body in (("claude-code", text), ("codex-cli", rollout)):
+        data = body.encode()
+        mb = len(data) / 1e6
+        got = parse_conversations(data, counter=Zero(), max_bytes=BIG)
+        assert got.format == fmt and len(got[0].messages) == len(conv.messages), fmt
+        t_base = best(baseline(fmt, data), repeat)
+        t_parse = best(lambda d=data: parse_conversations(d, counter=Zero(), max_bytes=BIG),
+                       repeat)
+        print(f"{fmt:<18}{mb:>6.1f}{mb / t_base:>11.1f}{mb / t_parse:>12.1f}"
+              f"{t_parse / t_base:>7.2f}", flush=True)
 
 
 if __name__ == "__main__":

@@ -34,9 +34,23 @@ from .conversations import (
     parse_conversations,
     to_openai_jsonl,
 )
+from .agent_sessions import (
+    AgentCompaction,
+    AgentSession,
+    ReportedUsage,
+    UsageComparison,
+    session_of,
+    usage_comparison,
+)
+from .calibration import CalibratedCounter, Calibration, calibrate, fit_calibration
+from .redaction import redact_conversation, redact_conversations, redact_text
 from .eviction import EvictionStep, evict_conversations, eviction_curve, explain_eviction, kept_from
 from .history import (
     DROP_REASONS,
+    ClearedMessage,
+    Clearing,
+    ClearThinking,
+    ClearToolUses,
     Compaction,
     DroppedMessage,
     History,
@@ -52,6 +66,21 @@ from .loading import (
     iter_pages,
     load_history,
     load_history_with_report,
+)
+from .prompt_cache import (
+    ANTHROPIC_SONNET,
+    OPENAI_GPT,
+    PROVIDERS,
+    CachePricing,
+    CacheTotals,
+    CostSweepRow,
+    PromptCache,
+    cache_accounting,
+    common_prefix_tokens,
+    prefix_tokens_of_contexts,
+    prompt_cache,
+    sweep_limit_costs,
+    unchanged_prefix_tokens,
 )
 from .tail import TailLoad, load_tail
 from .replay import (
@@ -80,10 +109,27 @@ from .tokens import (
 )
 
 __all__ = [
+    "AgentCompaction",
+    "AgentSession",
     "ApproxCounter",
+    "CalibratedCounter",
+    "Calibration",
+    "ReportedUsage",
+    "UsageComparison",
+    "calibrate",
+    "fit_calibration",
+    "redact_conversation",
+    "redact_conversations",
+    "redact_text",
+    "session_of",
+    "usage_comparison",
     "CallOutcome",
     "CallRecord",
     "check_text",
+    "ClearedMessage",
+    "Clearing",
+    "ClearThinking",
+    "ClearToolUses",
     "Compaction",
     "CompactionLog",
     "context_at",
@@ -153,6 +199,20 @@ __all__ = [
     "ToolCall",
     "TransientError",
     "UPLOAD_MAX_BYTES",
+    # prompt-cache cost accounting (issue 10 item 7)
+    "ANTHROPIC_SONNET",
+    "OPENAI_GPT",
+    "PROVIDERS",
+    "CachePricing",
+    "CacheTotals",
+    "CostSweepRow",
+    "PromptCache",
+    "cache_accounting",
+    "common_prefix_tokens",
+    "prefix_tokens_of_contexts",
+    "prompt_cache",
+    "sweep_limit_costs",
+    "unchanged_prefix_tokens",
 ]
 
 

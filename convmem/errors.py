@@ -41,8 +41,10 @@ class PageLoadError(ConvmemError, RuntimeError):
     Attributes:
         cursor: the cursor whose call failed (``None`` for the first page).
         attempts: how many times that call was tried.
-        loaded: the messages loaded before the failure, de-duplicated, in conversation order; a
-            caller can keep them and resume from ``cursor``.
+        loaded: the messages loaded before the failure, de-duplicated, in conversation order
+            (empty when the load streamed them with ``iter_pages``: the caller has them).
+            ``load_history(fetch_page, resume=error)`` carries on from ``cursor`` with them and
+            ends with exactly what a clean load returns.
         report: the :class:`~convmem.loading.LoadReport` of the run up to the failure, or None.
 
     The last error is chained as ``__cause__``.

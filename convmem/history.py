@@ -37,7 +37,7 @@ never re-summed.
 from __future__ import annotations
 
 from collections import deque
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 
 from .errors import SummarizerError
@@ -60,6 +60,13 @@ __all__ = [
     "TRIGGER_LIMIT",
     "TRIGGER_PIN_MOVED",
     "TRIGGER_ARRIVAL",
+    "ClearToolUses",
+    "Clearing",
+    "ClearedMessage",
+    "CLEAR_TOOL_RESULTS",
+    "CLEAR_THINKING",
+    "ClearThinking",
+    "DEFAULT_PLACEHOLDER",
 ]
 
 # The drop reasons are convmem.outcomes.DropReason members (str enums: each equals its string).
@@ -76,6 +83,13 @@ TRIGGER_LIMIT = "limit"
 TRIGGER_PIN_MOVED = "pin_moved"
 #: No compaction: only the new message was refused on arrival (a tool result without its call).
 TRIGGER_ARRIVAL = "arrival"
+
+#: Why a clearing ran: the total passed :attr:`ClearToolUses.trigger` (tool results cleared).
+CLEAR_TOOL_RESULTS = "tool_results"
+#: Why a clearing ran: more than :attr:`ClearThinking.keep` messages carry thinking (cleared).
+CLEAR_THINKING = "thinking"
+#: LangChain's ``ClearToolUsesEdit`` placeholder (``DEFAULT_TOOL_PLACEHOLDER = "[cleared]"``).
+DEFAULT_PLACEHOLDER = "[cleared]"
 
 #: ``summarizer(previous_summary, dropped) -> Message``: the summary in place (or None) and the
 #: messages this compaction dropped, oldest first (never empty).
@@ -160,6 +174,148 @@ class Compaction:
         return sum(d.tokens for d in self.dropped)
 
 
+@dataclass(frozen=True, slots=True)
+class ClearToolUses:
+    """Context editing: clear old tool results in place instead of dropping messages.
+
+    Past ``trigger`` tokens, every tool result older than the newest ``keep`` is replaced by a
+    placeholder message (same id, role ``"tool"`` and ``tool_call_id``; content ``placeholder``,
+    ``placeholder_tokens`` tokens), except results of the tools named in ``exclude_tools``. The
+    assistant message that made the call stays, so tool groups stay whole and no provider rejects
+    the history. A clearing happens only when it frees at least ``clear_at_least`` tokens (and more
+    than 0); otherwise nothing is cleared (the prompt cache is not broken for a small gain).
+
+    Rule sources: Anthropic's ``clear_tool_uses_20250919`` context edit (``trigger`` on input
+    tokens, default 100,000; ``keep`` tool uses, default 3; ``clear_at_least``: "if the API can't
+    clear at least the specified amount, the strategy will not be applied"; ``exclude_tools``;
+    docs.claude.com/en/docs/build-with-claude/context-editing) and LangChain's ``ClearToolUsesEdit``
+    (trigger 100000, keep 3, placeholder ``"[cleared]"``, ``clear_at_least`` 0;
+    reference.langchain.com, langchain.agents.middleware.context_editing). ``clear_tool_inputs`` is
+    not offered: a :class:`~convmem.Message` does not carry its calls' argument tokens.
+
+    Attributes:
+        trigger: clearing runs after an add that leaves the total above this many tokens (int >= 0).
+        keep: the newest ``keep`` tool results not yet cleared are never cleared (int >= 0;
+            results of excluded tools count among them, as in LangChain).
+        clear_at_least: the fewest tokens a clearing must free, else it clears nothing (int >= 0).
+        exclude_tools: tool names whose results are never cleared (a tuple of str; the name of a
+            result is looked up by its ``tool_call_id`` in History's ``tool_names``).
+        placeholder: the text a cleared result carries.
+        placeholder_tokens: the placeholder's token count (int >= 0; 4 for ``"[cleared]"`` in
+            o200k_base and cl100k_base, measured with tiktoken).
+
+    Raises:
+        TypeError / ValueError: a field of the wrong type or a negative count (naming the field).
+
+    >>> ClearToolUses(trigger=50, keep=1)
+    ClearToolUses(trigger=50, keep=1, clear_at_least=0, exclude_tools=(), placeholder='[cleared]', placeholder_tokens=4)
+    >>> ClearToolUses(keep=-1)
+    Traceback (most recent call last):
+    ...
+    ValueError: ClearToolUses keep must be a non-negative int, got -1
+    """
+
+    trigger: int = 100_000
+    keep: int = 3
+    clear_at_least: int = 0
+    exclude_tools: tuple[str, ...] = ()
+    placeholder: str = DEFAULT_PLACEHOLDER
+    placeholder_tokens: int = 4
+
+    def __post_init__(self) -> None:
+        for name in ("trigger", "keep", "clear_at_least", "placeholder_tokens"):
+            value = getattr(self, name)
+            if isinstance(value, bool) or not isinstance(value, int):
+                raise TypeError(f"ClearToolUses {name} must be an int (not bool), got {value!r}")
+            if value < 0:
+                raise ValueError(f"ClearToolUses {name} must be a non-negative int, got {value!r}")
+        tools = self.exclude_tools
+        if isinstance(tools, (list, frozenset, set)):
+            tools = tuple(sorted(tools)) if not isinstance(tools, list) else tuple(tools)
+            object.__setattr__(self, "exclude_tools", tools)
+        if not isinstance(tools, tuple) or not all(isinstance(t, str) for t in tools):
+            raise TypeError(f"ClearToolUses exclude_tools must be a tuple of str, got {tools!r}")
+        if not isinstance(self.placeholder, str):
+            raise TypeError(f"ClearToolUses placeholder must be a str, got {self.placeholder!r}")
+
+
+@dataclass(frozen=True, slots=True)
+class ClearThinking:
+    """Context editing: clear the thinking of all but the newest ``keep`` thinking turns.
+
+    A thinking turn is a kept assistant message with thinking tokens (History's ``thinking``
+    mapping: message id -> how many of its tokens are thinking / reasoning: an Anthropic turn's
+    ``thinking`` blocks, or the whole of an OpenAI Responses ``reasoning`` item, see
+    :func:`convmem.replay.thinking_tokens_of`). Clearing replaces the message by one with those
+    tokens removed (content ``""`` when it was all thinking); it runs on every add, with no trigger
+    and no minimum, as Anthropic's ``clear_thinking_20251015`` (``keep`` thinking turns, default
+    1: what the API keeps when the edit is not configured; docs.claude.com, context editing).
+
+    Attributes:
+        keep: the newest ``keep`` thinking turns keep their thinking (int >= 0).
+
+    >>> ClearThinking()
+    ClearThinking(keep=1)
+    """
+
+    keep: int = 1
+
+    def __post_init__(self) -> None:
+        if isinstance(self.keep, bool) or not isinstance(self.keep, int):
+            raise TypeError(f"ClearThinking keep must be an int (not bool), got {self.keep!r}")
+        if self.keep < 0:
+            raise ValueError(f"ClearThinking keep must be a non-negative int, got {self.keep!r}")
+
+
+@dataclass(frozen=True, slots=True)
+class ClearedMessage:
+    """One message a clearing replaced by its placeholder.
+
+    Attributes:
+        id, role: of the message.
+        tokens_before: its tokens as it was sent until then; tokens_after: the placeholder's.
+        added_step: the 0-based add that brought the message in.
+    """
+
+    id: str
+    role: str
+    tokens_before: int
+    tokens_after: int
+    added_step: int
+
+
+@dataclass(frozen=True, slots=True)
+class Clearing:
+    """The record of one clearing (context editing), a sibling of :class:`Compaction`.
+
+    Attributes:
+        step: the 0-based index of the add after which it ran; message_id: that add's message.
+        reason: :data:`CLEAR_TOOL_RESULTS` or :data:`CLEAR_THINKING`.
+        trigger: the :attr:`ClearToolUses.trigger` the total passed (tokens); 0 for thinking.
+        total_before: the total right after the add, before clearing (tokens).
+        total_after: the total after clearing (before any drop of the same add).
+        cleared: the cleared messages, oldest first.
+    """
+
+    step: int
+    message_id: str
+    reason: str
+    trigger: int
+    total_before: int
+    total_after: int
+    cleared: tuple[ClearedMessage, ...]
+
+    @property
+    def cleared_ids(self) -> list[str]:
+        """The cleared ids, oldest first."""
+        return [c.id for c in self.cleared]
+
+    @property
+    def freed_tokens(self) -> int:
+        """Tokens this clearing freed: ``total_before - total_after``."""
+        return self.total_before - self.total_after
+
+
 # A kept message is the tuple ``(seq, message)``: cheap to make, compared by identity where needed.
 _Item = tuple  # (int, Message)
 
@@ -216,6 +372,14 @@ class History:
         records: how many of the latest compaction records ``compactions`` keeps (default 1024;
             None keeps all). A long-running agent's memory stays bounded; ``on_compaction`` sees
             every record regardless.
+        clear: a :class:`ClearToolUses`: context editing before any drop. Past its trigger, old
+            tool results are replaced in place by a placeholder (see there; records in
+            ``clearings``, ``on_clearing``; :meth:`original` gives back a cleared message).
+        tool_names: call id -> tool name, for ``clear.exclude_tools`` (the caller's mapping).
+        on_clearing: optional callback receiving each :class:`Clearing` as it happens.
+        clear_thinking: a :class:`ClearThinking`: the thinking of all but the newest ``keep``
+            thinking turns is cleared.
+        thinking: message id -> how many of its tokens are thinking (for ``clear_thinking``).
 
     Kept is always the newest contiguous run of messages (a suffix, less the tool results dropped
     with their call) plus pinned messages, in conversation order. Pinned messages are kept even when
@@ -272,6 +436,21 @@ class History:
         "_sink",
         "_ids",
         "_plain",
+        "_clear",
+        "_tool_names",
+        "_on_clearing",
+        "_tail",
+        "_tail_live",
+        "_clearable",
+        "_gain",
+        "_tstate",
+        "_originals",
+        "_clearings",
+        "_exclude",
+        "_clear_thinking",
+        "_thinking",
+        "_think_queue",
+        "_think_live",
     )
 
     def __init__(
@@ -287,6 +466,11 @@ class History:
         summary_budget: int | None = None,
         on_compaction: Callable[[Compaction], object] | None = None,
         records: int | None = 1024,
+        clear: ClearToolUses | None = None,
+        tool_names: Mapping[str, str] | None = None,
+        on_clearing: Callable[[Clearing], object] | None = None,
+        clear_thinking: ClearThinking | None = None,
+        thinking: Mapping[str, int] | None = None,
     ) -> None:
         self._limit = _check_int("limit", limit)
         if target is not None:
@@ -321,6 +505,36 @@ class History:
             raise TypeError(f"History on_compaction must be callable, got {on_compaction!r}")
         if records is not None:
             _check_int("records", records)
+        if clear is not None and not isinstance(clear, ClearToolUses):
+            raise TypeError(f"History clear must be a ClearToolUses or None, got {clear!r}")
+        if tool_names is not None and not isinstance(tool_names, Mapping):
+            raise TypeError(f"History tool_names must be a mapping of call id -> tool name, got {tool_names!r}")
+        if on_clearing is not None and not callable(on_clearing):
+            raise TypeError(f"History on_clearing must be callable, got {on_clearing!r}")
+        self._clear = clear
+        if clear_thinking is not None and not isinstance(clear_thinking, ClearThinking):
+            raise TypeError(f"History clear_thinking must be a ClearThinking or None, got {clear_thinking!r}")
+        if thinking is not None and not isinstance(thinking, Mapping):
+            raise TypeError(f"History thinking must be a mapping of message id -> thinking tokens, got {thinking!r}")
+        self._clear_thinking = clear_thinking
+        self._thinking = thinking if thinking is not None else {}
+        self._think_queue: deque[list] = deque()  # kept thinking turns not yet cleared, oldest first
+        self._think_live: dict[int, int] = {}  # seq -> thinking tokens of the live entries
+        self._exclude = frozenset(clear.exclude_tools) if clear is not None else frozenset()
+        self._tool_names = tool_names
+        self._on_clearing = on_clearing
+        # Clearing state (see _register_tool / _clear_pass): kept tool results not yet cleared,
+        # oldest first, split into the protected newest ``keep`` (``_tail``) and the older ones
+        # (``_clearable``, with ``_gain`` the tokens clearing its live non-excluded ones frees).
+        # ``_tstate`` maps the seq of each such live result to 0 (tail) or 1 (clearable); deque
+        # entries whose seq it no longer holds were dropped (lazy deletion).
+        self._tail: deque[list] = deque()
+        self._tail_live = 0
+        self._clearable: deque[list] = deque()
+        self._gain = 0
+        self._tstate: dict[int, int] = {}
+        self._originals: dict[str, Message] = {}  # id -> original content of a kept cleared message
+        self._clearings: deque[Clearing] = deque(maxlen=records)
         self._budget = summary_budget or 0
         self._goal = self._target - self._budget
         self._pin_system = pin_system
@@ -347,7 +561,8 @@ class History:
         self._ids: set[str] = set()  # ids of the kept messages (not the summary): unique (SPEC §2)
         # No policy on: add takes the base path (the seed's rule, inlined).
         self._plain = not (
-            pin_system or pin_latest_user or keep_tool_groups or start_on_user or summarizer
+            pin_system or pin_latest_user or keep_tool_groups or start_on_user or summarizer or clear
+            or clear_thinking
         )
 
     # ------------------------------------------------------------------ reading
@@ -391,12 +606,46 @@ class History:
         """The latest compactions (up to ``records``), oldest first. O(records kept)."""
         return [_record(*_expand(raw)) for raw in self._records]
 
+    @property
+    def clear(self) -> ClearToolUses | None:
+        """The clearing settings, or None (no clearing)."""
+        return self._clear
+
+    @property
+    def clearings(self) -> list[Clearing]:
+        """The latest clearing records (up to ``records``), oldest first. O(records kept)."""
+        return list(self._clearings)
+
+    def original(self, message_id: str) -> Message:
+        """The message with id ``message_id`` as it was added: for a cleared message, its content
+        before clearing (what :meth:`context` no longer sends); else the kept message itself.
+        O(1) for a cleared message, O(kept) otherwise.
+
+        Raises:
+            KeyError: no kept message has that id (names it).
+        """
+        found = self._originals.get(message_id)
+        if found is not None:
+            return found
+        for m in self.context():
+            if m.id == message_id and m is not self._summary:
+                return m
+        raise KeyError(f"History.original: no kept message has id {message_id!r}")
+
+    def is_cleared(self, message_id: str) -> bool:
+        """True when the kept message ``message_id`` is sent as a placeholder. O(1)."""
+        return message_id in self._originals
+
     def __len__(self) -> int:
         """How many messages would be sent now, the summary included. O(1)."""
         return self._kept_count + (self._summary is not None)
 
     def context(self) -> list[Message]:
-        """The messages that would be sent now, in order, the summary included. O(kept)."""
+        """The messages that would be sent now, in order, the summary included. O(kept).
+
+        A cleared tool result is its placeholder message (same id, role and ``tool_call_id``,
+        content :attr:`ClearToolUses.placeholder`); :meth:`original` gives back its content.
+        """
         if self._plain:
             return list(self._run)  # the base rule keeps bare messages, no head, no summary
         head = self._head
@@ -489,7 +738,10 @@ class History:
             if self._on_compaction is not None:
                 self._on_compaction(_record(*_expand(raw)))
             return out
-        item = (step, message)
+        # With clearing on, an item is a list so a clearing can swap its message in place (the run,
+        # a tool group and the clearing queues share the one item).
+        clearing = self._clear is not None or self._clear_thinking is not None
+        item = [step, message] if clearing else (step, message)
         role = message.role
         peak = self._total + message.tokens  # the total with it appended, before any drop
         dropped: list[tuple[_Item, str]] | None = None
@@ -544,6 +796,22 @@ class History:
         ids.add(message_id)
         total = self._total = self._total + message.tokens
         self._kept_count += 1
+        if self._clear_thinking is not None and role == "assistant":
+            think = min(self._thinking.get(message_id, 0), message.tokens)
+            if think > 0:
+                freed = self._think_pass(item, think, step)
+                peak -= freed
+                total = self._total
+        clear = self._clear
+        if clear is not None:
+            # Context editing first (docs/decisions.md, "Clearing"): clear old tool results in
+            # place; drop or summarize below only if the total is still over the limit.
+            if role == "tool":
+                self._register_tool(item)
+            if total > clear.trigger and self._gain > 0:
+                freed = self._clear_pass(step, message_id)
+                peak -= freed
+                total = self._total
         if total > self._limit:
             trigger = TRIGGER_LIMIT
         elif trigger is None:
@@ -554,6 +822,134 @@ class History:
         if self._start_on_user:
             self._align_to_user(dropped)
         return self._finish(step, message, peak, dropped, trigger)
+
+    # ------------------------------------------------------------------ clearing
+
+    def _excluded(self, m: Message) -> bool:
+        """True when ``m`` answers a call of a tool named in ``exclude_tools``. O(1)."""
+        names = self._tool_names
+        return bool(self._exclude) and names is not None and m.tool_call_id is not None and (
+            names.get(m.tool_call_id) in self._exclude
+        )
+
+    def _gain_of(self, m: Message) -> int:
+        """Tokens clearing ``m`` frees (0 for an excluded tool's result; < 0 for a result smaller
+        than the placeholder)."""
+        if self._excluded(m):
+            return 0
+        assert self._clear is not None
+        return m.tokens - self._clear.placeholder_tokens
+
+    def _register_tool(self, item: list) -> None:
+        """A kept tool result joins the protected tail; the oldest of the tail beyond ``keep``
+        moves to the clearable queue. Amortized O(1) (each entry moves at most once per way)."""
+        assert self._clear is not None
+        tstate = self._tstate
+        tstate[item[0]] = 0
+        tail = self._tail
+        tail.append(item)
+        self._tail_live += 1
+        keep = self._clear.keep
+        while self._tail_live > keep:
+            x = tail.popleft()
+            if x[0] not in tstate:
+                continue  # dropped while in the tail
+            tstate[x[0]] = 1
+            self._tail_live -= 1
+            self._clearable.append(x)
+            self._gain += self._gain_of(x[1])
+
+    def _forget_tool(self, item: _Item) -> None:
+        """A tool result left the context: forget its clearing state. O(1) amortized.
+
+        A protected result that goes is replaced in the tail by the newest live clearable one,
+        so the tail stays the newest ``keep`` results not yet cleared.
+        """
+        m = item[1]
+        st = self._tstate.pop(item[0], None)
+        if st is None:
+            self._originals.pop(m.id, None)  # cleared (or an excluded result already passed over)
+            return
+        tstate = self._tstate
+        cl = self._clearable
+        if st == 1:
+            self._gain -= self._gain_of(m)
+            while cl and cl[0][0] not in tstate:
+                cl.popleft()  # drops come from the oldest end: trim there, memory stays bounded
+            return
+        self._tail_live -= 1
+        tail = self._tail
+        while tail and tail[0][0] not in tstate:
+            tail.popleft()
+        while tail and tail[-1][0] not in tstate:
+            tail.pop()
+        while cl:
+            x = cl.pop()
+            if x[0] in tstate:
+                tstate[x[0]] = 0
+                self._tail.appendleft(x)
+                self._tail_live += 1
+                self._gain -= self._gain_of(x[1])
+                break
+
+    def _clear_pass(self, step: int, message_id: str) -> int:
+        """Clear every live clearable tool result when that frees at least ``clear_at_least``
+        tokens (and more than 0); return the tokens freed. O(entries passed), each entry passed
+        once in its life, so amortized O(1) per add."""
+        clear = self._clear
+        assert clear is not None
+        if self._gain < clear.clear_at_least:
+            return 0
+        cl = self._clearable
+        tstate = self._tstate
+        ph, ph_tokens = clear.placeholder, clear.placeholder_tokens
+        before = self._total
+        cleared = []
+        while cl:
+            x = cl.popleft()
+            if tstate.pop(x[0], None) is None:
+                continue  # dropped while waiting
+            m = x[1]
+            if self._excluded(m):
+                continue  # never cleared; older than every result still queued (leaves for good)
+            x[1] = Message(m.id, m.role, ph_tokens, content=ph, tool_call_id=m.tool_call_id)
+            self._originals[m.id] = m
+            self._total += ph_tokens - m.tokens
+            cleared.append(ClearedMessage(m.id, m.role, m.tokens, ph_tokens, x[0]))
+        self._gain = 0
+        record = Clearing(step, message_id, CLEAR_TOOL_RESULTS, clear.trigger, before, self._total, tuple(cleared))
+        self._clearings.append(record)
+        if self._on_clearing is not None:
+            self._on_clearing(record)
+        return before - self._total
+
+    def _think_pass(self, item: list, think: int, step: int) -> int:
+        """A new thinking turn: clear the thinking of the oldest beyond ``keep``. Amortized O(1)."""
+        assert self._clear_thinking is not None
+        live = self._think_live
+        live[item[0]] = think
+        queue = self._think_queue
+        queue.append(item)
+        before = self._total
+        cleared = []
+        while len(live) > self._clear_thinking.keep:
+            x = queue.popleft()
+            t = live.pop(x[0], None)
+            if t is None:
+                continue  # dropped while waiting
+            m = x[1]
+            x[1] = Message(m.id, m.role, m.tokens - t, content="" if t == m.tokens else m.content,
+                           tool_call_ids=m.tool_call_ids)
+            self._originals[m.id] = m
+            self._total -= t
+            cleared.append(ClearedMessage(m.id, m.role, m.tokens, m.tokens - t, x[0]))
+        if not cleared:
+            return 0
+        record = Clearing(step, item[1].id, CLEAR_THINKING, 0, before, self._total, tuple(cleared))
+        self._clearings.append(record)
+        if self._on_clearing is not None:
+            self._on_clearing(record)
+        return before - self._total
 
     def _attach_sink(self, sink: Callable[[tuple], object]) -> None:
         """Package-internal: receive each raw record ``(step, message_id, trigger, total_before,
@@ -643,6 +1039,14 @@ class History:
         self._kept_count -= 1
         self._ids.discard(m.id)
         dropped.append((item, reason))
+        if self._clear is not None and m.role == "tool":
+            self._forget_tool(item)
+        elif self._clear_thinking is not None and m.role == "assistant":
+            if self._think_live.pop(seq, None) is None:
+                self._originals.pop(m.id, None)
+            queue = self._think_queue
+            while queue and queue[0][0] not in self._think_live:
+                queue.popleft()
         if self._group_of:
             group = self._group_of.pop(seq, None)
             if group is not None:
@@ -661,6 +1065,8 @@ class History:
                         self._kept_count -= 1
                         self._ids.discard(r[1].id)
                         dropped.append((r, TOOL_GROUP))
+                        if self._clear is not None:
+                            self._forget_tool(r)
                 group.results = []
 
     def _finish(

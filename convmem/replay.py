@@ -23,7 +23,16 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field, replace
 from typing import overload
 
-from .history import TRIGGER_ARRIVAL, Compaction, History, SummaryEvent, compaction_from_raw
+from .history import (
+    TRIGGER_ARRIVAL,
+    Clearing,
+    ClearThinking,
+    ClearToolUses,
+    Compaction,
+    History,
+    SummaryEvent,
+    compaction_from_raw,
+)
 from .message import Message
 from .summarizers import ExtractiveSummarizer
 
@@ -36,6 +45,8 @@ __all__ = [
     "replay",
     "sweep_limits",
     "context_at",
+    "tool_names_of",
+    "thinking_tokens_of",
 ]
 
 
@@ -46,6 +57,14 @@ class HistorySettings:
     ``summary_budget`` set (an int) means "summarize with :class:`ExtractiveSummarizer` of that many
     tokens"; None means no summarizer. ``target`` None means the limit. Validation happens in
     :meth:`build` (History's own checks: ValueError/TypeError naming the values).
+
+    ``clear_trigger`` set (an int, tokens) turns clearing on: a :class:`~convmem.ClearToolUses`
+    with that trigger, ``clear_keep``, ``clear_at_least``, ``exclude_tools`` and
+    ``placeholder_tokens`` (Anthropic's / LangChain's defaults: keep 3, clear_at_least 0). Clearing
+    runs first; drops and the summary only when the total is still over the limit.
+    ``clear_thinking_keep`` set (an int) clears the thinking of all but that many newest thinking
+    turns (:class:`~convmem.ClearThinking`; the thinking tokens come from the ``thinking`` mapping
+    given to :meth:`build` / :func:`replay`, e.g. :func:`thinking_tokens_of`).
     """
 
     limit: int
@@ -55,11 +74,34 @@ class HistorySettings:
     keep_tool_groups: bool = False
     start_on_user: bool = False
     summary_budget: int | None = None
+    clear_trigger: int | None = None
+    clear_keep: int = 3
+    clear_at_least: int = 0
+    exclude_tools: tuple[str, ...] = ()
+    placeholder_tokens: int = 4
+    clear_thinking_keep: int | None = None
 
-    def build(self, count_tokens=None, on_compaction=None) -> History:
+    @property
+    def clear(self) -> ClearToolUses | None:
+        """The clearing settings as a :class:`~convmem.ClearToolUses`, or None when off."""
+        if self.clear_trigger is None:
+            return None
+        return ClearToolUses(
+            trigger=self.clear_trigger,
+            keep=self.clear_keep,
+            clear_at_least=self.clear_at_least,
+            exclude_tools=tuple(self.exclude_tools),
+            placeholder_tokens=self.placeholder_tokens,
+        )
+
+    def build(
+        self, count_tokens=None, on_compaction=None, *, tool_names=None, on_clearing=None, thinking=None
+    ) -> History:
         """A fresh History with these settings.
 
-        ``count_tokens`` (text -> tokens) is the summarizer's counter; ``on_compaction`` is passed on.
+        ``count_tokens`` (text -> tokens) is the summarizer's counter; ``on_compaction`` and
+        ``on_clearing`` are passed on; ``tool_names`` (call id -> tool name) names the tools for
+        ``exclude_tools`` (e.g. :func:`tool_names_of` of a conversation).
         """
         summarizer = None
         if self.summary_budget is not None:
@@ -74,6 +116,11 @@ class HistorySettings:
             summarizer=summarizer,
             summary_budget=self.summary_budget,
             on_compaction=on_compaction,
+            clear=self.clear,
+            tool_names=tool_names,
+            on_clearing=on_clearing,
+            clear_thinking=None if self.clear_thinking_keep is None else ClearThinking(self.clear_thinking_keep),
+            thinking=thinking,
         )
 
     @classmethod
@@ -94,6 +141,10 @@ class ReplayStats:
             before (a dropped message or a new summary): each re-sends the whole prompt uncached.
         summaries_accepted, summaries_rejected: summary outcomes.
         over_limit_steps: adds after which pinned messages alone kept the total above the limit.
+        clearings, messages_cleared, tokens_cleared: clearing passes, tool results they replaced by
+            the placeholder, and the tokens they freed (0 with clearing off). A clearing also counts
+            in ``prefix_changes``: the prompt changes at the first cleared message.
+        tokens_sent: the sum of the totals after each add (what a model call per add is sent).
     """
 
     compactions: int
@@ -105,6 +156,10 @@ class ReplayStats:
     summaries_accepted: int
     summaries_rejected: int
     over_limit_steps: int
+    clearings: int = 0
+    messages_cleared: int = 0
+    tokens_cleared: int = 0
+    tokens_sent: int = 0
 
 
 class CompactionLog(Sequence[Compaction]):
@@ -186,29 +241,65 @@ class Replay:
     final_context: tuple[Message, ...]
     stats: ReplayStats = field(repr=False)
     summaries: tuple[Message, ...] = field(default=(), repr=False)
+    clearings: tuple[Clearing, ...] = field(default=(), repr=False)
+    cleared_at: tuple[int | None, ...] = field(default=(), repr=False)
 
 
-def replay(messages: Sequence[Message], settings: HistorySettings, *, count_tokens=None) -> Replay:
+def tool_names_of(conversation) -> dict[str, str]:
+    """Call id -> tool name for a :class:`~convmem.Conversation`'s tool calls (for
+    ``exclude_tools``). O(calls).
+
+    >>> from convmem import Conversation, ToolCall
+    >>> tool_names_of(Conversation("c", None, (Message("a", "assistant", 1, tool_call_ids=("k",)),),
+    ...                            tool_calls=(ToolCall("k", "get_order", "{}", "a"),)))
+    {'k': 'get_order'}
+    """
+    return {tc.id: tc.name for tc in conversation.tool_calls}
+
+
+def thinking_tokens_of(conversation) -> dict[str, int]:
+    """Message id -> thinking tokens for a :class:`~convmem.Conversation` (for ``thinking``).
+
+    An OpenAI Responses ``reasoning`` item is one assistant message that is all thinking (its
+    tokens). Anthropic ``thinking`` blocks are not counted in a message's tokens by the loader
+    (convmem.formats.anthropic: the API strips earlier turns' thinking), so they add nothing here.
+    O(messages).
+    """
+    out = {}
+    for m, rec in zip(conversation.messages, conversation.records):
+        if m.role == "assistant" and isinstance(rec, dict) and rec.get("type") == "reasoning" and m.tokens:
+            out[m.id] = m.tokens
+    return out
+
+
+def replay(
+    messages: Sequence[Message], settings: HistorySettings, *, count_tokens=None, tool_names=None, thinking=None
+) -> Replay:
     """Add every message to a fresh History built from ``settings``; record what happened.
 
     O(n) plus History's own cost (amortized O(1) per add plus drops). Message ids must be unique
-    within ``messages`` (ValueError naming the duplicate otherwise).
+    within ``messages`` (ValueError naming the duplicate otherwise). ``tool_names`` (call id ->
+    tool name) serves ``settings.exclude_tools``; ``cleared_at`` gives, per message, the step whose
+    clearing replaced it by the placeholder (None when never cleared).
     """
     gc_was_enabled = gc.isenabled()
     gc.disable()  # bulk allocation of acyclic records: the cyclic GC's scans only cost time here
     try:
-        return _replay(messages, settings, count_tokens)
+        return _replay(messages, settings, count_tokens, tool_names, thinking)
     finally:
         if gc_was_enabled:
             gc.enable()
 
 
-def _replay(messages: Sequence[Message], settings: HistorySettings, count_tokens) -> Replay:
+def _replay(
+    messages: Sequence[Message], settings: HistorySettings, count_tokens, tool_names=None, thinking=None
+) -> Replay:
     """The work of :func:`replay` (the GC is paused around it)."""
     if not isinstance(settings, HistorySettings):
         raise TypeError(f"replay settings must be a HistorySettings, got {settings!r}")
     raw_records: list[tuple] = []
-    history = settings.build(count_tokens)
+    clearings: list[Clearing] = []
+    history = settings.build(count_tokens, tool_names=tool_names, on_clearing=clearings.append, thinking=thinking)
     history._attach_sink(raw_records.append)
     seen: dict[str, int] = {}
     for i, m in enumerate(messages):
@@ -230,15 +321,24 @@ def _replay(messages: Sequence[Message], settings: HistorySettings, count_tokens
     summaries: list[Message] = []
     compactions = 0
     add = history.add
+    cleared_at: list[int | None] = [None] * n
     for step, m in enumerate(messages):
         before = len(raw_records)
+        cleared_before = len(clearings)
         add(m)
         total = history.total()
         totals[step] = total
         kept[step] = len(history)
         if total > settings.limit:
             over += 1
+        cleared_now = False
+        for record in clearings[cleared_before:]:  # thinking and tool results: up to two per add
+            for c in record.cleared:
+                cleared_at[c.added_step] = step
+                if c.added_step < step:
+                    cleared_now = True  # the prompt changes at the first cleared message
         if len(raw_records) == before:
+            prefix[step] = cleared_now
             continue
         # One add leaves at most one record. Its items' seq is the add step, which is the
         # message's index here, so no id lookup is needed.
@@ -264,7 +364,7 @@ def _replay(messages: Sequence[Message], settings: HistorySettings, count_tokens
                 rejected += 1
             if event.removed_id is not None:
                 changed = True
-        prefix[step] = changed
+        prefix[step] = changed or cleared_now
     dropped_tokens = sum(messages[i].tokens for i in range(n) if dropped_at[i] is not None)
     stats = ReplayStats(
         compactions=compactions,
@@ -276,6 +376,10 @@ def _replay(messages: Sequence[Message], settings: HistorySettings, count_tokens
         summaries_accepted=accepted,
         summaries_rejected=rejected,
         over_limit_steps=over,
+        clearings=len(clearings),
+        messages_cleared=sum(len(c.cleared) for c in clearings),
+        tokens_cleared=sum(c.freed_tokens for c in clearings),
+        tokens_sent=sum(totals),
     )
     return Replay(
         messages=tuple(messages),
@@ -290,10 +394,20 @@ def _replay(messages: Sequence[Message], settings: HistorySettings, count_tokens
         final_context=tuple(history.context()),
         stats=stats,
         summaries=tuple(summaries),
+        clearings=tuple(clearings),
+        cleared_at=tuple(cleared_at),
     )
 
 
-def context_at(messages: Sequence[Message], settings: HistorySettings, step: int, *, count_tokens=None) -> list[Message]:
+def context_at(
+    messages: Sequence[Message],
+    settings: HistorySettings,
+    step: int,
+    *,
+    count_tokens=None,
+    tool_names=None,
+    thinking=None,
+) -> list[Message]:
     """The exact context (summary included) right after add number ``step`` (0-based).
 
     Replays the first ``step + 1`` messages: O(step). Raises ValueError when step is out of range.
@@ -302,7 +416,7 @@ def context_at(messages: Sequence[Message], settings: HistorySettings, step: int
         raise TypeError(f"context_at step must be an int, got {step!r}")
     if not 0 <= step < len(messages):
         raise ValueError(f"context_at step must be in [0, {len(messages) - 1}], got {step}")
-    history = settings.build(count_tokens)
+    history = settings.build(count_tokens, tool_names=tool_names, thinking=thinking)
     for m in messages[: step + 1]:
         history.add(m)
     return history.context()
@@ -322,6 +436,8 @@ def sweep_limits(
     limits: Sequence[int],
     *,
     count_tokens=None,
+    tool_names=None,
+    thinking=None,
 ) -> list[SweepRow]:
     """Replay under each limit (other settings kept; a target keeps its ratio to the limit).
 
@@ -342,6 +458,8 @@ def sweep_limits(
         or settings.keep_tool_groups
         or settings.start_on_user
         or settings.summary_budget is not None
+        or settings.clear_trigger is not None
+        or settings.clear_thinking_keep is not None
     )
     tokens = [m.tokens for m in messages] if plain else None
     gc_was_enabled = gc.isenabled()
@@ -360,7 +478,7 @@ def sweep_limits(
                 assert tokens is not None
                 stats = _plain_stats(tokens, s)
             else:
-                stats = _history_stats(messages, s, count_tokens)
+                stats = _history_stats(messages, s, count_tokens, tool_names, thinking)
             rows.append(SweepRow(limit, stats))
     finally:
         if gc_was_enabled:
@@ -419,19 +537,31 @@ def _plain_stats(tokens: list[int], settings: HistorySettings) -> ReplayStats:
         summaries_accepted=0,
         summaries_rejected=0,
         over_limit_steps=0,
+        tokens_sent=total_sum,
     )
 
 
-def _history_stats(messages: Sequence[Message], settings: HistorySettings, count_tokens) -> ReplayStats:
+def _history_stats(
+    messages: Sequence[Message], settings: HistorySettings, count_tokens, tool_names=None, thinking=None
+) -> ReplayStats:
     """ReplayStats of a replay through History, folding each compaction into running sums.
 
     The same reading of each raw record as :func:`replay` (prefix changes, summary outcomes), with
     no per-step arrays and no records kept.
     """
-    history = settings.build(count_tokens)
+    clear_acc = [0, 0, 0, -1]  # clearings, messages cleared, tokens freed, step of the last prefix change
+    current = [0]  # the step being added
+
+    def on_clearing(c: Clearing) -> None:
+        clear_acc[0] += 1
+        clear_acc[1] += len(c.cleared)
+        clear_acc[2] += c.freed_tokens
+        if any(x.added_step < current[0] for x in c.cleared):
+            clear_acc[3] = current[0]
+
+    history = settings.build(count_tokens, tool_names=tool_names, on_clearing=on_clearing, thinking=thinking)
     limit = settings.limit
     acc = [0, 0, 0, 0, 0, 0]  # compactions, dropped, dropped tokens, prefix, accepted, rejected
-    current = [0]  # the step being added
 
     def sink(raw: tuple) -> None:
         step = current[0]
@@ -454,8 +584,9 @@ def _history_stats(messages: Sequence[Message], settings: HistorySettings, count
                 acc[5] += 1
             if event.removed_id is not None:
                 changed = True
-        if changed:
+        if changed or clear_acc[3] == step:
             acc[3] += 1
+            clear_acc[3] = -2 - step  # counted: a clearing and a drop of one add are one change
 
     history._attach_sink(sink)
     history._records = deque(maxlen=0)  # the sink sees every record; none is kept
@@ -466,6 +597,8 @@ def _history_stats(messages: Sequence[Message], settings: HistorySettings, count
     for step, m in enumerate(messages):
         current[0] = step
         add(m)
+        if clear_acc[3] == step:  # a clearing changed the prefix and no record followed
+            acc[3] += 1
         total = history._total
         total_sum += total
         if total > max_total:
@@ -483,4 +616,8 @@ def _history_stats(messages: Sequence[Message], settings: HistorySettings, count
         summaries_accepted=acc[4],
         summaries_rejected=acc[5],
         over_limit_steps=over,
+        clearings=clear_acc[0],
+        messages_cleared=clear_acc[1],
+        tokens_cleared=clear_acc[2],
+        tokens_sent=total_sum,
     )

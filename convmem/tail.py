@@ -7,7 +7,7 @@ stops fetching as soon as it is *proven* that no older message could still be ke
 exactly what ``History(limit, **policies)`` fed with the whole conversation would keep at the end,
 in conversation order, with a :class:`TailLoad` saying how many pages that took.
 
-When it may stop (the proof, docs/decisions.md "Loading"). With ``target`` equal to the limit (the
+When it may stop (the proofs, docs/decisions.md "Loading"). With ``target`` equal to the limit (the
 default) and ``start_on_user`` off, History's kept run after message ``t`` starts at
 ``r_t = max(r_(t-1), c(t))``, where ``c(t)`` is the oldest start ``j`` whose kept tokens - the
 messages ``j..t`` (less tool results whose call is older than ``j``, with ``keep_tool_groups``) plus
@@ -16,19 +16,30 @@ older or ``t`` newer, so the final run starts at ``max_t c(t)``, and once the ne
 reaches a message ``m`` (with ``pin_latest_user``: a *user* message, so the pinned user message of
 every later step is known) whose kept tokens up to the newest message pass the limit, every
 unpinned message older than ``m`` is dropped in the full run, and the final run is decided by
-what was fetched. Pinned messages older than ``m`` still count:
+what was fetched (one pass, O(messages fetched)).
+
+With ``target`` below the limit or ``start_on_user`` what is kept depends on when compactions ran,
+so the tail proves a **synchronization** instead: a message ``s`` of the fetched suffix at which
+*every* possible history (whatever came before the suffix) compacts, and cuts to the same message
+inside the suffix (a compaction cuts to the oldest start whose kept tokens fit the target; an
+upper bound on every possible run start before ``s`` shows the limit is passed whatever it was).
+From that message on all histories are in one state, so History fed with the fetched suffix ends
+where the full run ends. Such a message exists only where the conversation forces it (one message
+that passes ``limit - target`` on its own - a large tool result, say); with turns of equal size
+the kept messages really do depend on the phase of every earlier compaction, and the tail reads to
+the end. This proof costs O(k^2) for k fetched messages; it is tried as the suffix
+doubles, up to :data:`PROOF_MESSAGES` messages; past that the tail reads on to the end.
+
+Pinned messages older than what was fetched still count:
 
 * ``pin_system``: every system message is kept, wherever it is. The tail cannot see the ones older
   than what it fetched, so the caller passes ``system_messages`` (every system message of the
   conversation, in order: the agent's system prompt, or a query by role); without it the tail
-  loads the whole conversation (correct, no saving) and says why.
-* ``pin_latest_user``: handled by stopping only at a user message (above).
+  loads the whole conversation (correct, no saving) and ``why_full`` says why.
+* ``pin_latest_user``: handled by proving only from a user message on (above).
 
-Where no such proof exists the whole conversation is fetched (still exact), ``stopped_early`` is
-False and ``why_full`` says why: ``target`` below the limit (compaction cuts to the target only when
-the limit is passed, so what is kept depends on when earlier compactions ran: on the whole
-conversation) and ``start_on_user`` (it drops at compaction times, the same dependence). History
-has no summarizer here: a summary depends on every dropped message.
+Where no proof is found the whole conversation is fetched (still exact) and ``stopped_early`` is
+False. History has no summarizer here: a summary depends on every dropped message.
 
 Paging, retries and de-duplication are :func:`convmem.iter_pages`' (the same options). A store for
 this keeps the keyset contract (:mod:`convmem.stores`): stable cursors and each id once; ids are
@@ -42,11 +53,16 @@ de-duplicated as the pages come (newest occurrence kept).
 >>> tail = load_tail(store.pager("c1", newest_first=True), 30)
 >>> [m.id for m in tail.messages], tail.tokens, tail.pages, tail.stopped_early
 (['m7', 'm8', 'm9'], 30, 2, True)
->>> tail = load_tail(store.pager("c1", newest_first=True), 30, start_on_user=True)
->>> [m.id for m in tail.messages], tail.pages, tail.stopped_early
+>>> tail = load_tail(store.pager("c1", newest_first=True), 30, target=20, start_on_user=True)
+>>> [m.id for m in tail.messages], tail.pages, tail.stopped_early  # equal turns: the phase rules
 (['m8', 'm9'], 5, False)
->>> tail.why_full
-'start_on_user drops messages when a compaction runs, so what is kept depends on the whole conversation'
+>>> _ = store.append("c1", [Message("u", "user", 15), Message("a", "assistant", 4)])
+>>> tail = load_tail(store.pager("c1", newest_first=True), 30, target=20, start_on_user=True)
+>>> [m.id for m in tail.messages], tail.pages, tail.stopped_early  # u forces a compaction
+(['u', 'a'], 2, True)
+>>> tail = load_tail(store.pager("c1", newest_first=True), 30, pin_system=True)
+>>> tail.pages, tail.stopped_early, tail.why_full[:37]
+(6, False, 'pin_system keeps every system message')
 """
 
 from __future__ import annotations
@@ -60,7 +76,7 @@ from .history import History
 from .loading import STOP_EMPTY_PAGE, STOP_END, LoadReport, iter_pages
 from .message import Message
 
-__all__ = ["TAIL_PROVEN", "TailLoad", "load_tail"]
+__all__ = ["PROOF_MESSAGES", "TAIL_PROVEN", "TailLoad", "load_tail"]
 
 #: TailLoad.stop_reason when the fetch stopped early because no older message could be kept.
 TAIL_PROVEN = "budget"
@@ -84,7 +100,8 @@ class TailLoad:
             (``"end"``, ``"empty_page"``, ``"page_cap"``, ...) when it ran to its end.
         full_load_pages: pages a full load of the conversation needs: ``pages`` when the walk ran
             to the end; from ``total_messages`` and the pager's ``page_size`` when given; else None.
-        why_full: why no early stop could be proven for these options (None when one can be).
+        why_full: why no early stop can be proven for these options at all (pin_system without
+            system_messages), else None.
         report: the :class:`~convmem.loading.LoadReport` of the walk.
     """
 
@@ -106,24 +123,121 @@ class TailLoad:
         return self.pages / self.full_load_pages
 
 
-def _why_full(target: Any, limit: Any, start_on_user: bool, pin_system: bool,
-              system_messages: Any) -> str | None:
-    if target is not None and target != limit:
-        return (
-            f"target={target} is below limit={limit}: compaction cuts to the target only when the "
-            f"limit is passed, so what is kept depends on the whole conversation"
-        )
-    if start_on_user:
-        return (
-            "start_on_user drops messages when a compaction runs, so what is kept depends on the "
-            "whole conversation"
-        )
+def _why_full(pin_system: bool, system_messages: Any) -> str | None:
     if pin_system and system_messages is None:
         return (
             "pin_system keeps every system message, and the ones older than the tail cannot be "
             "seen from it: pass system_messages= (every system message of the conversation)"
         )
     return None
+
+
+#: The most fetched messages the synchronization proof (target below the limit, or start_on_user)
+#: is attempted over; it costs O(k^2) for k messages. Past it the tail reads on to the end.
+PROOF_MESSAGES = 2048
+
+
+def _synchronized(
+    known: list[Message],
+    pins_before: int,
+    limit: int,
+    target: int,
+    pin_system: bool,
+    pin_latest_user: bool,
+    keep_tool_groups: bool,
+    start_on_user: bool,
+) -> bool:
+    """Whether every conversation ending with ``known`` (whatever came before it, with
+    ``pins_before`` tokens of pinned system messages before it) has History in one and the same
+    state after some message of ``known``: then they all end alike (docs/decisions.md, Loading).
+
+    The argument: let ``tot(j, s)`` be the kept tokens just after message ``s`` if the run starts
+    at ``j`` (messages ``j..s``, less tool results whose call is older than ``j``, plus the pins
+    older than ``j``), and ``c(s)`` the oldest ``j`` with ``tot(j, s) <= target``. A compaction at
+    ``s`` cuts exactly to ``c(s)`` (its run started before the limit-fit point, so before
+    ``c(s)``), then start_on_user aligns from there: the state after it depends on ``known`` alone
+    when ``c(s)`` lies inside it. ``R`` bounds the run start of every possible history from above
+    (each compaction lands at most at ``c(s)``, aligned at most to the next user message, and a
+    pin_latest_user move may compact from ``R`` itself); a compaction at ``s`` is certain when even
+    a run starting at ``R`` passes the limit. O(len(known)^2).
+    """
+    n = len(known)
+    sys_before = [pins_before] * (n + 1)
+    if pin_system:
+        for i, m in enumerate(known):
+            sys_before[i + 1] = sys_before[i] + (m.tokens if m.role == "system" else 0)
+    latest_user = [-1] * n
+    last = -1
+    for i, m in enumerate(known):
+        if m.role == "user":
+            last = i
+        latest_user[i] = last
+    next_user = [n] * (n + 1)
+    for i in range(n - 1, -1, -1):
+        next_user[i] = i if known[i].role == "user" else next_user[i + 1]
+
+    def scan(s: int, bound: int) -> tuple[int, int | None]:
+        """``(tot(bound, s), fit)`` where fit is the oldest start j with ``tot(j, s) <= target``:
+        None when even an empty run passes it, 0 when it may lie before ``known``. tot only grows
+        as j moves older, so the scan stops at the first j <= bound that passes the target: the
+        cost is the messages back to the older of the bound and the target's reach."""
+        u = latest_user[s]
+        pinned_user = known[u].tokens if (pin_latest_user and u >= 0) else 0
+        empty = sys_before[s + 1] + pinned_user
+        if empty > target:
+            at_bound = empty if bound == s + 1 else None
+            fit: int | None = None
+        else:
+            at_bound, fit = (empty if bound == s + 1 else None), s + 1
+        run = 0
+        by_id: dict[str, int] = {}
+        by_position = 0
+        for j in range(s, -1, -1):
+            m = known[j]
+            if keep_tool_groups and m.role == "tool":
+                if m.tool_call_id is not None:
+                    by_id[m.tool_call_id] = by_id.get(m.tool_call_id, 0) + m.tokens
+                else:
+                    by_position += m.tokens
+            else:
+                run += m.tokens
+                if keep_tool_groups and m.role == "assistant":
+                    run += by_position
+                    by_position = 0
+                    for call_id in m.tool_call_ids:
+                        run += by_id.pop(call_id, 0)
+            tot = run + sys_before[j] + (pinned_user if (pin_latest_user and u < j) else 0)
+            if j == bound:
+                at_bound = tot
+            if tot <= target:
+                fit = j
+            elif j <= bound:
+                break
+        assert at_bound is not None
+        return at_bound, fit
+
+    def align(j: int, s: int) -> int:
+        if not start_on_user:
+            return j
+        return next_user[j] if next_user[j] <= s else s + 1
+
+    bound = 0  # R: every possible run start is at most this (0: possibly older than known)
+    for s in range(n):
+        at_bound, fit = scan(s, bound)
+        refused_possible = keep_tool_groups and known[s].role == "tool"
+        if (
+            not refused_possible
+            and at_bound > limit  # every possible history compacts at s ...
+            and fit is not None
+            and fit >= 1  # ... and cuts to the same message, inside known
+        ):
+            return True
+        cut = s + 1 if fit is None else fit
+        new_bound = max(bound, align(cut, s))
+        if pin_latest_user and known[s].role == "user":
+            new_bound = max(new_bound, align(max(bound, cut), s))
+        bound = new_bound
+    return False
 
 
 def _check_system_messages(system_messages: Any) -> list[Message]:
@@ -148,6 +262,35 @@ def _check_system_messages(system_messages: Any) -> list[Message]:
             )
         seen.add(message.id)
     return list(system_messages)
+
+
+def _prove_synchronized(
+    newest_first: list[Message],
+    systems: list[Message] | None,
+    limit: int,
+    target: int,
+    pin_system: bool,
+    pin_latest_user: bool,
+    keep_tool_groups: bool,
+    start_on_user: bool,
+) -> bool:
+    """_synchronized over the fetched suffix: from its oldest user message with pin_latest_user
+    (so every later step's pinned user message is known), else from its oldest message."""
+    conversation = newest_first[::-1]
+    start = 0
+    if pin_latest_user:
+        start = next((i for i, m in enumerate(conversation) if m.role == "user"), None)
+        if start is None:
+            return False
+    pins_before = 0
+    if pin_system:
+        fetched = {m.id for m in conversation}
+        pins_before = sum(m.tokens for m in systems or () if m.id not in fetched)
+        pins_before += sum(m.tokens for m in conversation[:start] if m.role == "system")
+    return _synchronized(
+        conversation[start:], pins_before, limit, target, pin_system, pin_latest_user,
+        keep_tool_groups, start_on_user,
+    )
 
 
 def load_tail(
@@ -205,7 +348,12 @@ def load_tail(
         or total_messages < 0
     ):
         raise ValueError(f"load_tail: total_messages must be an int >= 0, got {total_messages!r}")
-    why_full = _why_full(target, limit, start_on_user, pin_system, systems)
+    why_full = _why_full(pin_system, systems)
+    # target == limit without start_on_user: the one-pass witness below; else the
+    # synchronization proof (_synchronized), tried as the fetched suffix doubles.
+    quick = (target is None or target == limit) and not start_on_user
+    goal = limit if target is None else target
+    next_proof = 1
     report = load_options.pop("report", None)
     if report is None:
         report = LoadReport()
@@ -225,7 +373,7 @@ def load_tail(
         for page in pages:
             for m in page.messages:
                 newest_first.append(m)
-                if why_full is not None or proven:
+                if why_full is not None or proven or not quick:
                     continue
                 role = m.role
                 if keep_tool_groups and role == "tool":
@@ -251,6 +399,15 @@ def load_tail(
                     continue
                 if run_tokens + old_system_tokens > limit:
                     proven = True  # the rest of this page is kept, unscanned (not needed)
+            if (
+                why_full is None and not quick and not proven
+                and next_proof <= len(newest_first) <= PROOF_MESSAGES
+            ):
+                next_proof = 2 * len(newest_first)
+                proven = _prove_synchronized(
+                    newest_first, systems, limit, goal, pin_system, pin_latest_user,
+                    keep_tool_groups, start_on_user,
+                )
             if proven:
                 break
     finally:

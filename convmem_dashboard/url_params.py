@@ -75,6 +75,8 @@ COUNT_MAX = 2**31 - 1
 POLICIES = ("pin_system", "pin_latest_user", "keep_tool_groups", "start_on_user")
 #: Token budget target modes: off (target = limit), a percentage of the limit, or a token count.
 TARGET_MODES = ("off", "percent", "tokens")
+#: The cost panel's provider presets (convmem.PROVIDERS keys).
+PROVIDER_KEYS = ("anthropic", "openai")
 #: Flaky store run modes.
 RUN_MODES = ("All at once", "Step by step")
 
@@ -164,6 +166,19 @@ PARAMS: dict[str, Param] = dict(
         _p("sweep", "bool"),
         _p("sw_n", "int", lo=5, hi=40, default=20, step=1),
         _p("pg", "int", lo=1, hi=COUNT_MAX),  # hi: table pages
+        # Token budget: clearing (issue 11; convmem_dashboard.clearing_view)
+        _p("clr", "bool", default=False),
+        _p("clr_trig", "int", lo=0, hi=MAX_TOKENS, clearable=True),
+        _p("clr_keep", "int", lo=0, hi=1000, default=3, step=1),
+        _p("clr_min", "int", lo=0, hi=MAX_TOKENS, default=0),
+        _p("b_clr", "bool", default=False),
+        # Token budget: the cost panel (convmem_dashboard.panel_cost); defaults from the preset
+        _p("cp", "choice", options=PROVIDER_KEYS),
+        _p("cp_in", "float", lo=0.0, hi=10_000.0, step=0.05),
+        _p("cp_read", "float", lo=0.0, hi=10_000.0, step=0.01),
+        _p("cp_write", "float", lo=0.0, hi=10_000.0, step=0.05),
+        _p("cp_min", "int", lo=0, hi=MAX_TOKENS, step=128),
+        _p("cp_inc", "int", lo=1, hi=1_000_000, step=1),
         # Listing eviction
         _p("shopper", "text"),
         _p("cap", "int", lo=0, hi=COUNT_MAX),  # hi: the dataset's most distinct ids

@@ -13,6 +13,9 @@ import streamlit as st
 
 from convmem import HistorySettings
 from convmem_dashboard import cache_budget as cb
+from convmem_dashboard import clearing_view as cv
+from convmem_dashboard import panel_cost
+from convmem_dashboard.agent_view import add_agent_compactions, compaction_table, has_session, session_caption
 from convmem_dashboard.data import current_dataset
 from convmem_dashboard.entry import require_entry
 from convmem_dashboard.export_safety import download_csv, download_json
@@ -199,6 +202,24 @@ with cols[3]:
 settings = HistorySettings(
     limit, target, pin_system, pin_latest_user, keep_tool_groups, start_on_user, budget
 )
+# Clearing (context editing): old tool results replaced in place, before any drop.
+ccols = st.columns([2, 2.5, 3, 2.5], vertical_alignment="bottom")
+clearing = ccols[0].toggle(
+    "Clear tool results", False, key="clr", bind=URL,
+    help="Past the trigger, tool results older than the newest `keep` are replaced by a 4-token "
+    "placeholder (Anthropic clear_tool_uses / LangChain ClearToolUsesEdit); drops only if still over the limit.",
+)
+if clearing:
+    clr_trig = ccols[1].number_input(
+        "Clearing trigger (tokens)", min_value=0, value=None, step=bounds.step, key="clr_trig", bind=URL,
+        placeholder=f"the limit ({limit:,})",
+    )
+    clr_keep = ccols[2].number_input("Keep newest tool results", *P["clr_keep"].slider, key="clr_keep", bind=URL)
+    clr_min = ccols[3].number_input(
+        "Clear at least (tokens)", min_value=0, value=0, step=bounds.step, key="clr_min", bind=URL,
+        help="A clearing that would free fewer tokens does not run: fewer cache breaks, more tokens kept.",
+    )
+    settings = cv.with_clearing(settings, True, clr_trig, clr_keep, clr_min)
 key = dataset.key
 file_stem = re.sub(r"[^A-Za-z0-9_.-]+", "_", conv_id)[:80]
 r = cb.get_replay(key, conv_id, settings)
@@ -247,12 +268,19 @@ elif n_events == 1:
     selected = 0
 
 st.plotly_chart(
-    totals_figure(arrays, start=win[0], stop=win[1], selected=selected),
+    add_agent_compactions(  # a coding-agent session: its own compactions beside convmem's
+        cv.mark_clearings(totals_figure(arrays, start=win[0], stop=win[1], selected=selected), r, win[0], win[1]),
+        conv, start=win[0], stop=win[1]),
     key="tot_pick",
     on_select=_on_chart_pick,
     selection_mode="points",
 )
 st.caption(totals_caption(n_events, arrays.has_target, arrays.summary_budget is not None))
+if stats.clearings:
+    st.caption(cv.clearing_caption(stats))
+if has_session(conv):  # issue 13: what the agent kept at each of its compactions, beside convmem
+    st.caption(f"{session_caption(conv)}. Green stars: the agent's own compactions; orange dots: the prompt the provider reported per call.")
+    st.dataframe(compaction_table(conv, r), hide_index=True, key="agent_cmp_table")
 
 st.subheader("Drop events")
 if selected is None:
@@ -315,6 +343,10 @@ with st.expander("Compare with a second setting (B)", expanded=n <= LAZY_MESSAGE
         b_limit = limit if b_limit is None else int(b_limit)
         b_pct = bc[1].slider("B target (% of its limit; 100 = off)", *P["b_tgt"].slider, key="b_tgt", bind=URL)
         b_sum = bc[2].toggle("B summaries", False, key="b_sum", bind=URL, help="Same budget as A's summary budget.")
+        b_clr = bc[2].toggle(
+            "B clears tool results", False, key="b_clr", bind=URL,
+            help="Clearing with A's trigger, keep and clear-at-least (A's trigger default: B's limit).",
+        )
         b_pol = st.multiselect(
             "B policies", POLICIES, default=P["b_pol"].default, key="b_pol", bind=URL,
             help="History's keyword options B turns on (A's are the toggles at the top).",
@@ -328,13 +360,19 @@ with st.expander("Compare with a second setting (B)", expanded=n <= LAZY_MESSAGE
         settings_b = HistorySettings(
             b_limit, b_target, *(p in b_pol for p in POLICIES), b_budget
         )
+        settings_b = cv.with_clearing(
+            settings_b, b_clr, settings.clear_trigger, settings.clear_keep, settings.clear_at_least
+        )
         stats_b = cb.get_stats(key, conv_id, settings_b)
         st.dataframe(comparison_table(stats, stats_b), hide_index=True, key="cmp_table")
+        if settings.clear_trigger is not None or b_clr:
+            st.dataframe(cv.clearing_comparison_table(stats, stats_b), hide_index=True, key="cmp_clear_table")
         st.plotly_chart(comparison_figure(stats, stats_b), key="cmp_chart")
         st.caption(
             "Blue = A (the settings above), orange = B; each panel is one metric on its own scale. "
             "Fewer prefix changes means more adds reuse the provider's prompt cache."
         )
+        panel_cost.render(key, conv_id, settings, settings_b)
 
 # ---------------------------------------------------------------------------------------- sweep
 with st.expander("Limit sweep: pick a limit by eye", expanded=n <= LAZY_MESSAGES, key="sweep", bind=URL) as sweep:
@@ -351,6 +389,7 @@ with st.expander("Limit sweep: pick a limit by eye", expanded=n <= LAZY_MESSAGES
             "where compactions stop falling fast; click a point to use its limit."
         )
         st.dataframe(sweep_table(rows), hide_index=True, key="sweep_table", **sweep_view(len(rows)))
+        panel_cost.render_sweep(key, conv_id, settings, limits, limit)
 
 # ---------------------------------------------------------------------------------- every message
 st.subheader("Every message")

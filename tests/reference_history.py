@@ -62,6 +62,7 @@ class RefEntry:
     msg: Message
     dropped: bool = False
     group: RefEntry | None = None  # for a tool result in a group: the assistant entry
+    original: Message | None = None  # set when cleared: msg is then the placeholder
 
 
 @dataclass(frozen=True)
@@ -96,6 +97,25 @@ class RefCompaction:
     summary: RefSummary | None
 
 
+@dataclass(frozen=True)
+class RefCleared:
+    id: str
+    role: str
+    tokens_before: int
+    tokens_after: int
+    added_step: int
+
+
+@dataclass(frozen=True)
+class RefClearing:
+    step: int
+    message_id: str
+    trigger: int
+    total_before: int
+    total_after: int
+    cleared: tuple[RefCleared, ...]
+
+
 @dataclass
 class ReferenceHistory:
     limit: int
@@ -113,6 +133,12 @@ class ReferenceHistory:
     latest_user: RefEntry | None = None
     records: list[RefCompaction] = field(default_factory=list)
     summarizer_calls: list[tuple[str | None, list[str]]] = field(default_factory=list)
+    # Clearing (docs/decisions.md "Clearing"): a ClearToolUses-like object, call id -> tool name.
+    clear: object = None
+    tool_names: dict | None = None
+    clearings: list[RefClearing] = field(default_factory=list)
+    clear_thinking: object = None  # a ClearThinking-like object (keep)
+    thinking: dict | None = None  # message id -> thinking tokens
 
     # ----------------------------------------------------------------- derived values, re-computed
 
@@ -221,6 +247,54 @@ class ReferenceHistory:
         self.kept.append(e)
         total_before = total_at_start + m.tokens
 
+        # Rule 3a: thinking (context editing). When an assistant message with thinking arrives, every
+        # kept thinking turn not yet cleared but the newest `keep` loses its thinking tokens
+        # (content "" when the message was all thinking). No trigger, no minimum.
+        think = self.thinking or {}
+        if self.clear_thinking is not None and m.role == "assistant" and min(think.get(m.id, 0), m.tokens) > 0:
+            turns = [k for k in self.kept if k.msg.role == "assistant" and k.original is None
+                     and min(think.get(k.msg.id, 0), k.msg.tokens) > 0]
+            old = turns[: max(0, len(turns) - self.clear_thinking.keep)]
+            if old:
+                before = self.total()
+                for k in old:
+                    t = min(think[k.msg.id], k.msg.tokens)
+                    k.original = k.msg
+                    k.msg = Message(k.msg.id, "assistant", k.msg.tokens - t,
+                                    content="" if t == k.msg.tokens else k.msg.content,
+                                    tool_call_ids=k.msg.tool_call_ids)
+                self.clearings.append(RefClearing(
+                    e.seq, m.id, 0, before, self.total(),
+                    tuple(RefCleared(k.msg.id, "assistant", k.original.tokens, k.msg.tokens, k.seq) for k in old),
+                ))
+                total_before -= before - self.total()
+
+        # Rule 3b: clearing (context editing), before any drop. Over the clearing trigger, every kept
+        # tool result not yet cleared except the newest `keep` of them (excluded tools' results
+        # count among those) and except excluded tools' results is a candidate; all candidates are
+        # cleared when that frees more than 0 and at least clear_at_least tokens, else none.
+        if self.clear is not None and self.total() > self.clear.trigger:
+            c = self.clear
+            tools = [k for k in self.kept if k.msg.role == "tool" and k.original is None]
+            older = tools[: max(0, len(tools) - c.keep)]
+            names = self.tool_names or {}
+            cands = [
+                k for k in older
+                if not (k.msg.tool_call_id is not None and names.get(k.msg.tool_call_id) in c.exclude_tools)
+            ]
+            gain = sum(k.msg.tokens - c.placeholder_tokens for k in cands)
+            if cands and gain > 0 and gain >= c.clear_at_least:
+                before = self.total()
+                for k in cands:
+                    k.original = k.msg
+                    k.msg = Message(k.msg.id, "tool", c.placeholder_tokens, content=c.placeholder,
+                                    tool_call_id=k.msg.tool_call_id)
+                self.clearings.append(RefClearing(
+                    e.seq, m.id, c.trigger, before, self.total(),
+                    tuple(RefCleared(k.msg.id, "tool", k.original.tokens, k.msg.tokens, k.seq) for k in cands),
+                ))
+                total_before -= before - self.total()
+
         # Rule 4: trigger.
         if (trigger is None or not PIN_MOVED_TRIGGER_WINS) and self.total() > self.limit:
             trigger = TRIGGER_LIMIT
@@ -309,6 +383,14 @@ class ReferenceHistory:
         return [d.msg.id for d, _ in dropped]
 
 
+def clearing_of(c) -> RefClearing:
+    """A convmem Clearing as a RefClearing."""
+    return RefClearing(
+        c.step, c.message_id, c.trigger, c.total_before, c.total_after,
+        tuple(RefCleared(x.id, x.role, x.tokens_before, x.tokens_after, x.added_step) for x in c.cleared),
+    )
+
+
 def record_of(c) -> RefCompaction:
     """A convmem Compaction as a RefCompaction, for equality with the reference's records."""
     s = c.summary
@@ -379,7 +461,21 @@ def check_invariants(
     assert len(live) == len(ctx) - (summ is not None), "the summary is not in context() exactly once"
     pos = {m.id: i for i, m in enumerate(added)}
     seqs = [pos[m.id] for m in live]
-    assert all(added[s] is m or added[s] == m for s, m in zip(seqs, live))
+    for s, m in zip(seqs, live):
+        if h.is_cleared(m.id) and m.role == "assistant":
+            # Its thinking cleared: fewer tokens, the calls stay, the original stays reachable.
+            o = h.original(m.id)
+            assert o is added[s] or o == added[s]
+            assert m.tool_call_ids == o.tool_call_ids and m.tokens < o.tokens
+        elif h.is_cleared(m.id):
+            # A cleared tool result: its placeholder is sent, the original stays reachable.
+            c = h.clear
+            assert (m.role, m.tokens, m.content) == ("tool", c.placeholder_tokens, c.placeholder), m
+            assert m.tool_call_id == added[s].tool_call_id
+            assert h.original(m.id) is added[s] or h.original(m.id) == added[s]
+        else:
+            assert added[s] is m or added[s] == m
+            assert h.original(m.id) == m
     assert seqs == sorted(seqs) and len(set(seqs)) == len(seqs), f"kept order {seqs} not conversation order"
     kept = set(seqs)
 
@@ -483,7 +579,8 @@ def run_lockstep(
         r_sum = FakeSummarizer(summary_sizes, summary_role, summary_kinds)
         kw["summarizer"] = h_sum
         ref_kw["summarizer"] = r_sum
-    h = History(**kw, on_compaction=seen.append)
+    clearings: list = []
+    h = History(**kw, on_compaction=seen.append, on_clearing=clearings.append)
     ref = ReferenceHistory(**ref_kw) if compare else None
     added: list[Message] = []
     flags = {k: policy.get(k, False) for k in POLICY_FLAGS if k != "start_on_user"}
@@ -534,6 +631,8 @@ def run_lockstep(
             assert h.total() == ref.total(), f"total() differs {where}"
             assert h.over_limit == ref.over_limit, f"over_limit differs {where}"
             assert len(recs) == len(ref.records), f"record count differs {where}"
+            assert [clearing_of(c) for c in clearings] == ref.clearings, f"clearings differ {where}"
+            assert [m.tokens for m in h.context()] == [m.tokens for m in ref.context()], where
             if new_record:
                 assert record_of(recs[-1]) == ref.records[-1], f"compaction record differs {where}"
             if h_sum is not None:
@@ -546,4 +645,6 @@ def run_lockstep(
     cap = policy.get("records", 1024)
     kept_records = seen if cap is None else seen[len(seen) - cap :] if cap else []
     assert [record_of(c) for c in h.compactions] == [record_of(c) for c in kept_records]
+    kept_clearings = clearings if cap is None else clearings[len(clearings) - cap :] if cap else []
+    assert h.clearings == kept_clearings
     return h, ref

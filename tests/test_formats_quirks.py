@@ -308,7 +308,7 @@ def test_nothing_loads_raises_the_first_fault():
 
 def test_registry_and_aliases():
     assert list(FORMATS) == ["openai-chat", "openai-responses", "anthropic", "langchain",
-                             "gemini", "tau-bench", "csv"]
+                             "gemini", "tau-bench", "csv", "claude-code", "codex-cli"]
     for name, f in FORMATS.items():
         assert f.name == name and f.description and callable(f.detect)
     data = json.dumps([{"role": "user", "content": "hi"}])

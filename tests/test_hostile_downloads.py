@@ -120,7 +120,8 @@ def test_no_page_calls_st_download_button_itself():
         p.name for p in (ROOT / "pages").glob("*.py")
         if re.search(r"\bdownload_(csv|json)\(", p.read_text(encoding="utf-8"))
     }
-    assert pages_with_downloads == {"flaky_store.py", "token_budget.py", "listing_eviction.py"}
+    assert pages_with_downloads == {"flaky_store.py", "token_budget.py", "listing_eviction.py",
+                                    "agent_session.py"}
 
 
 # ----------------------------------------------------------------------------- every page's files

@@ -51,8 +51,8 @@ def bound_keys(path: Path) -> set[str]:
 
 def test_the_table_covers_exactly_the_url_bound_keys_of_the_pages():
     found = set()
-    for path in [*(ROOT / "pages").glob("*.py"), ROOT / "convmem_dashboard" / "data.py",
-                 ROOT / "convmem_dashboard" / "panel_safe_limit.py"]:
+    panels = (ROOT / "convmem_dashboard").glob("panel_*.py")  # widgets a page renders through a module
+    for path in [*(ROOT / "pages").glob("*.py"), ROOT / "convmem_dashboard" / "data.py", *panels]:
         found |= bound_keys(path)
     assert found == set(PARAMS)
 
@@ -185,7 +185,8 @@ PAGE_KEYS = {
                              "overlap", "tries", "base", "maxd", "dl", "epe", "mode", "step", "truth_all"],
     "pages/token_budget.py": ["data", "conv", "limit", "pin_sys", "pin_user", "tools", "on_user", "tmode", "tgt",
                               "tgt_tok", "sum", "sb", "win", "ev", "ctx_step", "cmp", "b_limit", "b_tgt", "b_sum",
-                              "b_pol", "sweep", "sw_n", "pg", "sl_p", "sl_id"],
+                              "b_pol", "sweep", "sw_n", "pg", "cp", "cp_in", "cp_read", "cp_write", "cp_min",
+                              "cp_inc", "sl_p", "sl_id", "clr", "clr_trig", "clr_keep", "clr_min", "b_clr"],
     "pages/listing_eviction.py": ["data", "shopper", "cap", "only"],
 }
 #: Values that open the widgets shown only under another setting (target, budget, B, step mode).

@@ -98,20 +98,56 @@ def test_the_tail_is_what_a_full_load_plus_history_keeps_with_fewer_fetches(make
     assert tail.page_ratio == tail.pages / 58
 
 
+AGENT = {"pin_system": True, "pin_latest_user": True, "keep_tool_groups": True,
+         "start_on_user": True, "target": 250}  # the README's agent, scaled down
+
+
 @pytest.mark.parametrize(
-    "policies, why",
-    [({"start_on_user": True}, "start_on_user"), ({"target": 200}, "target=200"),
-     ({"pin_system": True}, "system_messages=")],
+    "policies", [{"start_on_user": True}, {"target": 250}, {"target": 250, "pin_latest_user": True},
+                 AGENT],
+    ids=["start_on_user", "target", "target+pin_latest_user", "agent"],
 )
-def test_without_a_proof_the_tail_fetches_everything_and_is_still_exact(make_store, policies, why):
+def test_with_target_or_start_on_user_the_tail_proves_a_synchronization(make_store, policies):
+    store = make_store(page_size=7)
+    messages = agent_conversation(400, seed=8, system_every=30)
+    store.append("c1", messages)
+    extra = {"system_messages": systems_of(messages)} if policies.get("pin_system") else {}
+    tail = load_tail(store.pager("c1", newest_first=True), 300, total_messages=400,
+                     **policies, **extra)
+    assert tail.messages == brute_force(load_history(store.pager("c1")), 300, **policies)
+    assert tail.stopped_early and tail.stop_reason == TAIL_PROVEN
+    assert tail.pages < 58 / 4 and tail.full_load_pages == 58
+
+
+def test_pin_system_without_the_system_messages_fetches_everything_and_is_still_exact(make_store):
     store = make_store(page_size=50)
     messages = agent_conversation(300, seed=5)
     store.append("c1", messages)
-    tail = load_tail(store.pager("c1", newest_first=True), 250, **policies)
-    assert tail.messages == brute_force(messages, 250, **policies)
+    tail = load_tail(store.pager("c1", newest_first=True), 250, pin_system=True)
+    assert tail.messages == brute_force(messages, 250, pin_system=True)
     assert not tail.stopped_early and tail.stop_reason == "end"
     assert tail.pages == tail.full_load_pages == 6
-    assert why in tail.why_full
+    assert "system_messages=" in tail.why_full
+
+
+def test_the_synchronization_proof_gives_up_past_its_cap(monkeypatch):
+    import convmem.tail
+
+    # one-token messages: what is kept depends on the phase of the compactions, i.e. on the whole
+    # conversation - until a 15-token message makes every possible history compact at once
+    messages = [Message(f"u{i}", "user", 1) for i in range(199)] + [Message("big", "user", 15)]
+    store = MemoryStore(page_size=10)
+    store.append("c1", messages)
+    kept = brute_force(messages, 20, target=10)
+    tail = load_tail(store.pager("c1", newest_first=True), 20, target=10)
+    assert tail.messages == kept and tail.stopped_early and tail.pages == 1
+    uniform = MemoryStore(page_size=10)
+    uniform.append("c1", messages[:-1])
+    tail = load_tail(uniform.pager("c1", newest_first=True), 20, target=10)
+    assert tail.messages == brute_force(messages[:-1], 20, target=10) and tail.pages == 20
+    monkeypatch.setattr(convmem.tail, "PROOF_MESSAGES", 5)
+    tail = load_tail(store.pager("c1", newest_first=True), 20, target=10)
+    assert tail.messages == kept and not tail.stopped_early and tail.pages == 20
 
 
 def test_a_budget_bigger_than_the_conversation_reads_it_all(store):
@@ -211,3 +247,23 @@ def test_hypothesis_the_tail_equals_the_brute_force(case):
         assert all(m.id in fetched or m.role == "system" for m in tail.messages)
     else:
         assert tail.pages == full_pages == tail.full_load_pages
+
+
+def test_messages_arriving_during_a_tail_load_are_left_for_the_next_one(make_store):
+    store = make_store(page_size=5)
+    messages = agent_conversation(120, seed=9)
+    store.append("c1", messages)
+    pager = store.pager("c1", newest_first=True)
+    late = [Message("late1", "user", 50), Message("late2", "assistant", 50)]
+
+    def fetch_page(cursor):
+        page = pager(cursor)
+        if cursor is None:
+            store.append("c1", late)  # arrives after the first page: past the walk's top
+        return page
+
+    tail = load_tail(fetch_page, 150, keep_tool_groups=True)
+    assert tail.messages == brute_force(messages, 150, keep_tool_groups=True)
+    assert tail.stopped_early
+    again = load_tail(store.pager("c1", newest_first=True), 150, keep_tool_groups=True)
+    assert again.messages == brute_force(messages + late, 150, keep_tool_groups=True)

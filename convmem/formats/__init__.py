@@ -13,6 +13,8 @@ new module plus one line in ``_MODULES`` below.
 ``gemini``                Gemini ``contents`` (``functionCall`` / ``functionResponse`` parts)
 ``tau-bench``             tau-bench run files (rows with ``traj``)
 ``csv``                   CSV rows ``id,role,tokens[,...]``
+``claude-code``           Claude Code session JSONL (one session a file, ``parentUuid`` threads)
+``codex-cli``             Codex CLI rollout JSONL (``session_meta``, ``response_item``, ...)
 ========================= ========================================================================
 
 Aliases kept from earlier versions: ``"auto"`` (detect), ``"openai"`` (openai-chat), ``"jsonl"``
@@ -24,6 +26,8 @@ from __future__ import annotations
 from ._base import Format
 from . import (  # noqa: E402
     anthropic,
+    claude_code,
+    codex_cli,
     csv_rows,
     gemini,
     langchain,
@@ -34,7 +38,8 @@ from . import (  # noqa: E402
 
 __all__ = ["ALIASES", "DETECT_ORDER", "FORMATS", "Format", "RECORD_KEYS"]
 
-_MODULES = (openai_chat, openai_responses, anthropic, langchain, gemini, tau_bench, csv_rows)
+_MODULES = (openai_chat, openai_responses, anthropic, langchain, gemini, tau_bench, csv_rows,
+            claude_code, codex_cli)
 
 #: name -> Format, every supported format.
 FORMATS: dict[str, Format] = {m.FORMAT.name: m.FORMAT for m in _MODULES}

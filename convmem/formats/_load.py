@@ -337,6 +337,13 @@ def _parse_text(ctx: Context, text: str, fmt: Format | None, force_jsonl: bool,
     if force_jsonl:
         _jsonl(ctx, text, fmt, path)
         return
+    if stripped[0] == "{" and fmt is None and path is None:
+        # a whole-file session format (coding-agent JSONL: one session spread over the lines)
+        head = _FIRST_LINE.match(stripped[:4096]).group()
+        for f in FORMATS.values():
+            if f.text and f.detect(head):
+                f.parse(text, ctx, Where(None, "", False))
+                return
     if stripped[0] not in "[{":
         first_line = _FIRST_LINE.match(stripped).group()  # CRLF, LF or CR-only endings
         if fmt is None and path is None:

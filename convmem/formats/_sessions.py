@@ -1,0 +1,84 @@
+"""What the coding-agent session importers share: reading a session JSONL file record by record.
+
+A session file is one conversation spread over many lines (unlike the other JSONL formats, one
+conversation a line), so the importers are whole-file (text) formats. Reading never fails a
+session on one line: a line that is not a JSON object is kept as a :class:`~convmem.Skipped` with
+its line and reason, and a last line cut off mid-record (no final newline: the agent is still
+writing the session) is skipped with the reason ``"truncated last line"``.
+"""
+
+from __future__ import annotations
+
+import json
+from collections import Counter
+from typing import Any
+
+from ..conversations import Skipped
+from ._base import short
+
+__all__ = ["SessionLines", "as_int", "first_line_prefix", "read_lines"]
+
+#: How much of the first line detection looks at (the record's leading keys).
+DETECT_CHARS = 4096
+
+
+def first_line_prefix(line: Any) -> str | None:
+    """The first :data:`DETECT_CHARS` characters of a first line, or None for a non-str."""
+    return line[:DETECT_CHARS] if isinstance(line, str) else None
+
+
+class SessionLines:
+    """The decoded records of a session file and what reading skipped."""
+
+    __slots__ = ("records", "skipped", "truncated", "ignored")
+
+    def __init__(self) -> None:
+        self.records: list[tuple[int, dict[str, Any]]] = []  # (1-based line, record)
+        self.skipped: list[Skipped] = []
+        self.truncated = False
+        self.ignored: Counter[str] = Counter()
+
+    def skip(self, line: int, field: str | None, value: Any, reason: str,
+             conversation_id: str | None = None) -> None:
+        self.skipped.append(Skipped(conversation_id, line, field,
+                                    None if value is None else short(value), reason))
+
+
+def read_lines(text: str) -> SessionLines:
+    """Decode every non-blank line of ``text`` (one JSON object each). O(len(text))."""
+    out = SessionLines()
+    lines = text.split("\n")
+    last = len(lines)
+    while last > 0 and (not lines[last - 1] or lines[last - 1].isspace()):
+        last -= 1
+    complete = text.endswith("\n") or text.endswith("\r\n")
+    loads = json.loads
+    for lineno in range(1, last + 1):
+        line = lines[lineno - 1]
+        if not line or line.isspace():
+            continue
+        try:
+            value = loads(line)
+        except (ValueError, RecursionError) as exc:
+            if lineno == last and not complete:
+                out.truncated = True
+                out.skip(lineno, None, None, "truncated last line (the session is still being "
+                         "written): left out")
+            else:
+                col = getattr(exc, "colno", None)
+                out.skip(lineno, None, None, f"invalid JSON{f' at column {col}' if col else ''}"
+                         f": {getattr(exc, 'msg', exc)}")
+            continue
+        if not isinstance(value, dict):
+            out.skip(lineno, None, value, f"a session record must be a JSON object, got "
+                     f"{type(value).__name__}")
+            continue
+        out.records.append((lineno, value))
+    return out
+
+
+def as_int(value: Any) -> int:
+    """A usage field as a non-negative int (missing, null or malformed: 0)."""
+    if isinstance(value, bool) or not isinstance(value, int) or value < 0:
+        return 0
+    return value

@@ -1,0 +1,107 @@
+"""Clearing (context editing, issue 11) on the Token budget page: settings, chart marks, figures.
+
+Pure helpers the page calls (plain pytest tests them): :func:`with_clearing` turns the page's
+clearing widgets into :class:`~convmem.HistorySettings`; :func:`mark_clearings` adds the clearings
+to the token budget chart as their own trace (apart from the drop events); :func:`clearing_caption`
+and :func:`clearing_comparison_table` say what clearing did, for A and for A against B.
+"""
+
+from __future__ import annotations
+
+from dataclasses import replace
+
+import pandas as pd
+import plotly.graph_objects as go
+
+from convmem import HistorySettings, Replay, ReplayStats
+
+__all__ = [
+    "CLEARING_COLOR",
+    "CLEARING_TRACE",
+    "clearing_caption",
+    "clearing_comparison_table",
+    "mark_clearings",
+    "with_clearing",
+]
+
+#: The trace name of the clearing marks (drops are "drop events").
+CLEARING_TRACE = "clearings"
+#: Teal diamonds: apart from the drop events' triangles.
+CLEARING_COLOR = "#17becf"
+
+
+def with_clearing(
+    settings: HistorySettings, on: bool, trigger: int | None, keep: int, at_least: int
+) -> HistorySettings:
+    """``settings`` with clearing on (trigger in tokens, default: the limit) or off.
+
+    >>> s = with_clearing(HistorySettings(500), True, None, 3, 0)
+    >>> (s.clear_trigger, s.clear_keep, s.clear_at_least)
+    (500, 3, 0)
+    >>> with_clearing(s, False, 100, 3, 0).clear_trigger is None
+    True
+    """
+    if not on:
+        return replace(settings, clear_trigger=None)
+    trigger = settings.limit if trigger is None else min(int(trigger), settings.limit)
+    return replace(settings, clear_trigger=trigger, clear_keep=int(keep), clear_at_least=int(at_least))
+
+
+def mark_clearings(fig: go.Figure, r: Replay, start: int = 0, stop: int | None = None) -> go.Figure:
+    """Add one marker per clearing in steps ``start..stop`` to the token budget chart, at the
+    total after that add (hover: what was cleared, tokens before → after). Returns ``fig``.
+    O(clearings in the window)."""
+    stop = len(r.totals) - 1 if stop is None else stop
+    shown = [c for c in r.clearings if start <= c.step <= stop]
+    if not shown:
+        return fig
+    hover = [
+        f"step {c.step}: cleared {len(c.cleared)} {c.reason.replace('_', ' ')} "
+        f"({c.total_before:,} → {c.total_after:,} tokens)"
+        for c in shown
+    ]
+    fig.add_trace(
+        go.Scatter(
+            x=[c.step for c in shown],
+            y=[r.totals[c.step] for c in shown],
+            mode="markers",
+            name=CLEARING_TRACE,
+            marker=dict(symbol="diamond", size=9, color=CLEARING_COLOR),
+            hovertext=hover,
+            hoverinfo="text",
+        )
+    )
+    return fig
+
+
+def clearing_caption(stats: ReplayStats) -> str:
+    """One line on what clearing did (empty when it never ran).
+
+    >>> from convmem import replay, Message
+    >>> clearing_caption(replay([Message("u", "user", 1)], HistorySettings(5)).stats)
+    ''
+    """
+    if not stats.clearings:
+        return ""
+    return (
+        f"Clearing: {stats.clearings:,} clearing(s) replaced {stats.messages_cleared:,} message(s) "
+        f"by a placeholder, freeing {stats.tokens_cleared:,} tokens; teal diamonds mark them "
+        "(each breaks the prompt cache from the first cleared message on)."
+    )
+
+
+def clearing_comparison_table(a: ReplayStats, b: ReplayStats) -> pd.DataFrame:
+    """Rows: tokens sent (the sum of the context after every add), prefix changes (cache
+    breaks), clearings, messages cleared, tokens freed by clearing, messages dropped; columns
+    metric, A, B, B − A."""
+    rows = [
+        ("Tokens sent (sum over adds)", a.tokens_sent, b.tokens_sent),
+        ("Prefix changes (cache breaks)", a.prefix_changes, b.prefix_changes),
+        ("Clearings", a.clearings, b.clearings),
+        ("Messages cleared", a.messages_cleared, b.messages_cleared),
+        ("Tokens freed by clearing", a.tokens_cleared, b.tokens_cleared),
+        ("Messages dropped", a.messages_dropped, b.messages_dropped),
+    ]
+    return pd.DataFrame(
+        [(name, x, y, y - x) for name, x, y in rows], columns=["metric", "A", "B", "B − A"]
+    )

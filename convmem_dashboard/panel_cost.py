@@ -1,0 +1,174 @@
+"""The cost panel of the Token budget page: what A and B cost with a provider's prompt cache.
+
+Called from the page in one line each (:func:`render` inside the A/B comparison, :func:`render_sweep`
+inside the limit sweep). Widgets (a provider preset and its editable prices / minimum cacheable
+length / hit granularity, every one bound to the URL) → cached calls into convmem.prompt_cache →
+the pure figure and table builders of :mod:`.figures_cost` and :mod:`.tables_cost`.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+import streamlit as st
+
+from convmem import (
+    PROVIDERS,
+    CachePricing,
+    CostSweepRow,
+    HistorySettings,
+    PromptCache,
+    cache_accounting,
+    sweep_limit_costs,
+    unchanged_prefix_tokens,
+)
+
+from . import cache_budget as cb
+from .agent_view import reported_cache_line
+from .figures_cost import cache_steps_figure, sweep_cost_figure
+from .tables_cost import DEFAULT_PROVIDER, PRICE_KEYS, cost_table, pricing_caption, pricing_from, sweep_cost_table
+from .url_params import PARAMS
+
+__all__ = ["render", "render_sweep", "pricing_controls", "get_prefix", "get_cache", "get_sweep_costs"]
+
+URL = "query-params"
+#: Bars drawn per panel at most (longer replays are summed over runs of steps).
+MAX_BARS = 400
+
+
+@st.cache_resource(show_spinner=False, max_entries=12)
+def get_prefix(dataset_key: str, conv_id: str, settings: HistorySettings) -> tuple[int, ...]:
+    """Per step, the tokens unchanged since the previous request (O(n), from the cached replay)."""
+    return unchanged_prefix_tokens(cb.get_replay(dataset_key, conv_id, settings))
+
+
+@st.cache_resource(show_spinner=False, max_entries=24)
+def get_cache(dataset_key: str, conv_id: str, settings: HistorySettings, pricing: CachePricing) -> PromptCache:
+    """The replay's per-request cache accounting under ``pricing`` (read-only: shared)."""
+    r = cb.get_replay(dataset_key, conv_id, settings)
+    return cache_accounting(r.totals, get_prefix(dataset_key, conv_id, settings), pricing)
+
+
+@st.cache_data(show_spinner="Pricing each limit (one replay per limit)…", max_entries=32)
+def get_sweep_costs(
+    dataset_key: str, conv_id: str, settings: HistorySettings, limits: tuple[int, ...], pricing: CachePricing
+) -> list[CostSweepRow]:
+    """convmem.sweep_limit_costs over ``limits``."""
+    return sweep_limit_costs(cb.conversation(dataset_key, conv_id).messages, settings, list(limits), pricing)
+
+
+def _apply_preset() -> None:
+    """A new preset fills the price inputs with its numbers (the user may edit them after)."""
+    preset = PROVIDERS.get(st.session_state.get("cp"), PROVIDERS[DEFAULT_PROVIDER])
+    for widget, field in PRICE_KEYS.items():
+        st.session_state[widget] = getattr(preset, field)
+
+
+def pricing_controls() -> CachePricing | None:
+    """The preset picker and its editable numbers; the pricing they mean, or None (with an error
+    shown) when the numbers do not make one."""
+    cols = st.columns([2.2, 1.6, 1.6, 1.6, 1.8, 1.6])
+    key = cols[0].selectbox(
+        "Provider preset", list(PROVIDERS), key="cp", bind=URL, on_change=_apply_preset,
+        help="anthropic = " + PROVIDERS["anthropic"].provider + "; openai = " + PROVIDERS["openai"].provider
+        + ". Picking one fills the numbers beside it; edit any of them.",
+    )
+    preset = PROVIDERS[key]
+
+    def money(p_key: str) -> dict:
+        p = PARAMS[p_key]
+        return dict(min_value=float(p.lo), max_value=float(p.hi), step=float(p.step), format="%.4g")
+
+    def count(p_key: str) -> dict:
+        p = PARAMS[p_key]
+        return dict(min_value=int(p.lo), max_value=int(p.hi), step=int(p.step))
+
+    values = {
+        "cp": key,
+        "cp_in": cols[1].number_input(
+            "Input $/M tokens", value=float(preset.input_per_mtok), key="cp_in", bind=URL,
+            help="Uncached input tokens, USD per million.", **money("cp_in"),
+        ),
+        "cp_read": cols[2].number_input(
+            "Cache read $/M", value=float(preset.cached_per_mtok), key="cp_read", bind=URL,
+            help="Input tokens served from the cache, USD per million.", **money("cp_read"),
+        ),
+        "cp_write": cols[3].number_input(
+            "Cache write $/M", value=float(preset.write_per_mtok), key="cp_write", bind=URL,
+            help="Tokens written to the cache, USD per million (OpenAI charges none: the input price).",
+            **money("cp_write"),
+        ),
+        "cp_min": cols[4].number_input(
+            "Min cacheable (tokens)", value=preset.min_cacheable, key="cp_min", bind=URL,
+            help="A prefix shorter than this is never served from the cache.", **count("cp_min"),
+        ),
+        "cp_inc": cols[5].number_input(
+            "Hit step (tokens)", value=preset.increment, key="cp_inc", bind=URL,
+            help="Cache hits are whole multiples of this (OpenAI 128, Anthropic 1).", **count("cp_inc"),
+        ),
+    }
+    try:
+        return pricing_from(values)
+    except (ValueError, TypeError) as exc:
+        st.error(f"These prices do not make a pricing: {exc}")
+        return None
+
+
+def render(dataset_key: str, conv_id: str, settings_a: HistorySettings, settings_b: HistorySettings) -> None:
+    """The cost panel: A and B priced with a provider's prompt cache, per request and in total."""
+    st.subheader("What A and B cost with a prompt cache")
+    st.caption(
+        "One request after every add. The provider serves from its cache the longest start of the "
+        "prompt unchanged since the previous request (a drop or a new summary breaks it there), "
+        "from its minimum cacheable length; the rest is written to the cache or sent uncached."
+    )
+    pricing = pricing_controls()
+    if pricing is None:
+        return
+    a = get_cache(dataset_key, conv_id, settings_a, pricing)
+    b = get_cache(dataset_key, conv_id, settings_b, pricing)
+    ta, tb = a.totals, b.totals
+    st.text(_verdict(ta.sent, tb.sent, ta.cost, tb.cost))
+    st.dataframe(
+        cost_table(ta, tb, a.cost_without_cache, b.cost_without_cache), hide_index=True, key="cost_table"
+    )
+    st.plotly_chart(cache_steps_figure(a, b, MAX_BARS), key="cost_chart")
+    reported = reported_cache_line(cb.conversation(dataset_key, conv_id), pricing)  # issue 13
+    if reported:  # a coding-agent session: its calls as the provider reported them
+        st.text(reported)
+    st.caption(pricing_caption(pricing) + " Defaults: " + preset_source(pricing))
+
+
+def preset_source(pricing: CachePricing) -> str:
+    """Where the preset's numbers come from (its page and the date read)."""
+    return pricing.source or "edited by you."
+
+
+def _verdict(sent_a: int, sent_b: int, cost_a: float, cost_b: float) -> str:
+    """One line: B against A in tokens sent and in USD."""
+    def pct(new: float, old: float) -> str:
+        return f"{(new - old) / old:+.1%}" if old else "n/a"
+
+    return (
+        f"B sends {sent_b:,} input tokens ({pct(sent_b, sent_a)} against A's {sent_a:,}) and costs "
+        f"${cost_b:,.4f} ({pct(cost_b, cost_a)} against A's ${cost_a:,.4f})."
+    )
+
+
+def render_sweep(
+    dataset_key: str, conv_id: str, settings: HistorySettings, limits: Sequence[int], limit: int
+) -> None:
+    """The sweep's cost: each limit priced with the cost panel's pricing (the preset's defaults
+    until the panel is opened)."""
+    try:
+        pricing = pricing_from(st.session_state)
+    except (ValueError, TypeError) as exc:
+        st.error(f"These prices do not make a pricing: {exc}")
+        return
+    rows = get_sweep_costs(dataset_key, conv_id, settings, tuple(limits), pricing)
+    st.plotly_chart(sweep_cost_figure(rows, limit), key="sweep_cost_chart")
+    st.caption(
+        f"Priced as in the comparison's cost panel — {pricing_caption(pricing)} A cost that falls "
+        "while tokens sent rise is a rarer, deeper compaction the prompt cache rewards."
+    )
+    st.dataframe(sweep_cost_table(rows), hide_index=True, key="sweep_cost_table")
