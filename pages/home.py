@@ -99,8 +99,8 @@ st.file_uploader(
         "OpenAI Chat Completions or Responses items (JSON, or JSONL with one conversation per "
         "line), Anthropic Messages, LangChain messages_to_dict output, Gemini contents, a "
         "tau-bench run file (rows with `traj`), CSV with columns id, role, tokens[, content], or a "
-        "coding agent's session: Claude Code (~/.claude/projects/*/*.jsonl) or Codex CLI "
-        "(~/.codex/sessions/**/rollout-*.jsonl)."
+        "coding agent's session: Claude Code (`~/.claude/projects/*/*.jsonl`) or Codex CLI "
+        "(`~/.codex/sessions/**/rollout-*.jsonl`)."
     ),
 )
 if error := st.session_state.get("upload_error"):
