@@ -237,6 +237,8 @@ class ClearToolUses:
             raise TypeError(f"ClearToolUses exclude_tools must be a tuple of str, got {tools!r}")
         if not isinstance(self.placeholder, str):
             raise TypeError(f"ClearToolUses placeholder must be a str, got {self.placeholder!r}")
+        # The placeholder becomes a Message's content: a lone surrogate would fail in the middle
+        # of History.add, naming Message.content; name the field here instead.
         check_text("ClearToolUses placeholder", self.placeholder)
 
 
@@ -721,6 +723,19 @@ class History:
                 f"{'kept' if message_id in ids else 'the id of the summary in place'}; ids must be "
                 f"unique among the messages kept (SPEC §2)"
             )
+        think = 0
+        if self._clear_thinking is not None and message.role == "assistant":
+            # Checked before anything changes (nothing changes on a raise).
+            think = self._thinking.get(message_id, 0)
+            if isinstance(think, bool) or not isinstance(think, int):
+                raise TypeError(
+                    f"History thinking[{message_id!r}] must be an int of thinking tokens (not bool), "
+                    f"got {think!r:.200}"
+                )
+            if think < 0:
+                raise ValueError(
+                    f"History thinking[{message_id!r}] must be >= 0 thinking tokens, got {think!r}"
+                )
         step = self._step
         self._step = step + 1
         if self._plain:
@@ -817,7 +832,7 @@ class History:
         total = self._total = self._total + message.tokens
         self._kept_count += 1
         if self._clear_thinking is not None and role == "assistant":
-            think = min(self._thinking.get(message_id, 0), message.tokens)
+            think = min(think, message.tokens)
             if think > 0:
                 freed = self._think_pass(item, think, step)
                 peak -= freed
