@@ -5,7 +5,7 @@ Entry point only: page config, the data picker shared by every page, navigation.
 
 import streamlit as st
 
-from convmem_dashboard.data import dataset_picker
+from convmem_dashboard.data import dataset_picker, read_database_param
 from convmem_dashboard.entry import mark_entry
 from convmem_dashboard.url_params import sanitize_query_params
 
@@ -13,6 +13,9 @@ from convmem_dashboard.url_params import sanitize_query_params
 # the browser fetch an SVG from fonts.gstatic.com (issue 10 item 6: no request leaves localhost;
 # the Material Symbols font of the icons in pages and messages is served by Streamlit itself).
 st.set_page_config(page_title="convmem", page_icon="🧠", layout="wide")
+# ?db=<database URL> opens a live database; read and removed from the URL first (it may hold a
+# password), before anything could echo it (convmem_dashboard.data).
+read_database_param()
 # Before any widget is seeded from the URL: Streamlit's own parsing of a bound value such as
 # ?seed=inf raises before a page could catch it (convmem_dashboard.url_params, issue 9).
 sanitize_query_params()

@@ -14,6 +14,14 @@ For each page (home, flaky_store, token_budget, listing_eviction), opened with `
 - change (cached): the same widget moved back to a value already shown (home: the same file
   uploaded again), so cached results are hit.
 
+Token budget also gets a matrix (skip it with --no-matrix): for summaries off and on, and each
+policy combination (none, each of the four alone, all four), the time of
+- the change that reaches it (toggles flipped: a replay never computed before),
+- one limit step down (new value, summaries and policies kept),
+- the limit back (cached),
+- "Next ▶" on the drop events (cached replay, another event drawn),
+- a jump to the event that dropped a message id (text input).
+
 Each figure is the median of --repeat runs (--cold for the cold column). The baseline is a bare
 AppTest of a one-line script (``st.write("hello")``) rerun in the same process, so every figure is
 also a ratio: the machine's speed and AppTest's own overhead cancel out. Goal (issue 4): under 1 s
@@ -135,6 +143,48 @@ def bench_page(name: str, path: str, key: str | None, data: str, repeat: int, co
     return {"name": name, "median": {c: statistics.median(v) for c, v in times.items()}, "note": extra}
 
 
+POLICY_TOGGLES = ("pin_sys", "pin_user", "tools", "on_user")
+COMBOS = ((), ("pin_sys",), ("pin_user",), ("tools",), ("on_user",), POLICY_TOGGLES)
+MATRIX_COLUMNS = ("to this setting", "limit step (new)", "limit back (cached)", "next event", "jump to id")
+
+
+def budget_matrix(data: str, combos=COMBOS, summaries=(False, True)) -> list[dict]:
+    """Token budget: each widget change's rerun time for each (summaries, policies) setting."""
+    at = open_page("pages/token_budget.py", data)
+    timed_run(at)
+    timed_run(at)
+    rows = []
+    for summ in summaries:
+        for combo in combos:
+            for key in POLICY_TOGGLES:
+                at.toggle(key=key).set_value(key in combo)
+            at.toggle(key="sum").set_value(summ)
+            t = {"to this setting": timed_run(at)}
+            slider = at.slider(key="limit")
+            base, step = slider.value, slider.step
+            at.slider(key="limit").set_value(base - step)
+            t["limit step (new)"] = timed_run(at)
+            at.slider(key="limit").set_value(base)
+            t["limit back (cached)"] = timed_run(at)
+            nxt = [b for b in at.button if b.key == "ev_next"]
+            if nxt and not nxt[0].disabled:
+                nxt[0].click()
+                t["next event"] = timed_run(at)
+            else:
+                t["next event"] = float("nan")
+            boxes = [b for b in at.text_input if b.key == "ev_msg"]
+            if boxes:
+                ids = [m.id for m in _dataset(data)[0].messages]
+                boxes[0].set_value(ids[len(ids) // 2])
+                t["jump to id"] = timed_run(at)
+            else:  # a page without the jump (before issue 10)
+                t["jump to id"] = float("nan")
+            rows.append({"summaries": summ, "policies": "+".join(combo) or "none", "times": t})
+            print(f"  summaries {'on ' if summ else 'off'} {'+'.join(combo) or 'none':<28}"
+                  + "".join(f"{t[c]:>12.3f} s" for c in MATRIX_COLUMNS), flush=True)
+    return rows
+
+
 def _dataset(data: str):
     from convmem_dashboard.data import get_dataset
 
@@ -165,10 +215,26 @@ def main() -> None:
     parser.add_argument("--repeat", type=int, default=5, help="runs per figure (median)")
     parser.add_argument("--cold", type=int, default=3, help="cold runs (caches cleared) per page")
     parser.add_argument("--pages", nargs="*", default=[p[0] for p in PAGES], help="subset of pages")
+    parser.add_argument("--no-matrix", action="store_true", help="skip the token budget policy matrix")
+    parser.add_argument("--matrix-only", action="store_true", help="only the token budget policy matrix")
+    parser.add_argument("--summaries", choices=("off", "on", "both"), default="both", help="matrix rows")
     args = parser.parse_args()
 
     quiet()
     base_first, base_rerun = baseline(max(args.repeat, 5))
+    matrix = []
+    if not args.no_matrix and "token_budget" in args.pages:
+        print(f"baseline (bare AppTest, one st.write): rerun {base_rerun:.4f} s")
+        print("token budget, each widget change (seconds):")
+        print("  " + " " * 42 + "".join(c.rjust(14) for c in MATRIX_COLUMNS))
+        summ = {"off": (False,), "on": (True,), "both": (False, True)}[args.summaries]
+        matrix = budget_matrix(args.data, summaries=summ)
+        worst = max(max(v for v in r["times"].values() if v == v) for r in matrix)
+        print(f"  slowest change: {worst:.3f} s ({worst / base_rerun:.0f}x the baseline rerun), "
+              f"{'under' if worst < 1.0 else 'OVER'} the 1 s goal")
+        print()
+    if args.matrix_only:
+        return
     results = [bench_page(n, p, k, args.data, args.repeat, args.cold) for n, p, k in PAGES if n in args.pages]
 
     n_messages = sum(len(c.messages) for c in _dataset(args.data))

@@ -66,6 +66,7 @@ from typing import Any
 
 import convmem
 from convmem import (
+    CallOutcome,
     Conversation,
     FormatError,
     HistorySettings,

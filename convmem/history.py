@@ -319,6 +319,25 @@ class Clearing:
         return self.total_before - self.total_after
 
 
+_SLOTS = [Message.__dict__[n].__set__ for n in ("id", "role", "tokens", "content", "tool_call_ids", "tool_call_id")]
+
+
+def _edited(m: Message, tokens: int, content: str | None) -> Message:
+    """``m`` with new ``tokens`` and ``content`` (a cleared message), built without re-running
+    Message's checks: every other field is ``m``'s own, tokens is in ``[0, m.tokens]`` or the
+    placeholder's checked count, and the content is checked text (about 4x cheaper than
+    ``Message(...)``, on the path of every clearing)."""
+    obj = object.__new__(Message)
+    s_id, s_role, s_tokens, s_content, s_calls, s_call = _SLOTS
+    s_id(obj, m.id)
+    s_role(obj, m.role)
+    s_tokens(obj, tokens)
+    s_content(obj, content)
+    s_calls(obj, m.tool_call_ids)
+    s_call(obj, m.tool_call_id)
+    return obj
+
+
 # A kept message is the tuple ``(seq, message)``: cheap to make, compared by identity where needed.
 _Item = tuple  # (int, Message)
 
@@ -928,7 +947,7 @@ class History:
             m = x[1]
             if self._excluded(m):
                 continue  # never cleared; older than every result still queued (leaves for good)
-            x[1] = Message(m.id, m.role, ph_tokens, content=ph, tool_call_id=m.tool_call_id)
+            x[1] = _edited(m, ph_tokens, ph)
             self._originals[m.id] = m
             self._total += ph_tokens - m.tokens
             cleared.append(ClearedMessage(m.id, m.role, m.tokens, ph_tokens, x[0]))
@@ -954,8 +973,7 @@ class History:
             if t is None:
                 continue  # dropped while waiting
             m = x[1]
-            x[1] = Message(m.id, m.role, m.tokens - t, content="" if t == m.tokens else m.content,
-                           tool_call_ids=m.tool_call_ids)
+            x[1] = _edited(m, m.tokens - t, "" if t == m.tokens else m.content)
             self._originals[m.id] = m
             self._total -= t
             cleared.append(ClearedMessage(m.id, m.role, m.tokens, m.tokens - t, x[0]))

@@ -8,6 +8,10 @@ the conversation's messages. Each computation makes one call into convmem.
   table): sharing one object beats ``st.cache_data``'s pickled copy per rerun. Callers must not
   mutate them (the page only reads).
 * ``st.cache_data`` holds small values (sweep rows, JSON text).
+* The figures are cached too (``st.cache_resource``, keyed by the same plain values plus the
+  window and the selection): building a plotly Figure validates every property and cost more
+  than the rest of a rerun (~0.3-0.7 s each at 10^5 messages); st.plotly_chart only reads them
+  (``Figure.to_dict`` copies).
 """
 
 from __future__ import annotations
@@ -18,7 +22,18 @@ import streamlit as st
 from convmem import Conversation, HistorySettings, Replay, ReplayStats, SweepRow, replay, sweep_limits
 
 from .data import get_dataset
-from .figures_budget import ReplayArrays, replay_arrays
+import plotly.graph_objects as go
+
+from .figures_budget import (
+    ReplayArrays,
+    comparison_figure,
+    context_window_figure,
+    replay_arrays,
+    selected_event_trace,
+    selected_step_line,
+    sweep_figure,
+    totals_figure,
+)
 from .tables_budget import base_table, context_at_step, context_records, messages_table
 
 __all__ = [
@@ -30,6 +45,11 @@ __all__ = [
     "get_stats",
     "get_sweep",
     "get_context_records",
+    "message_index",
+    "get_totals_figure",
+    "get_context_figure",
+    "get_comparison_figure",
+    "get_sweep_figure",
 ]
 
 
@@ -39,7 +59,13 @@ def conversation(dataset_key: str, conv_id: str) -> Conversation:
     return get_dataset(dataset_key).conversation(conv_id)
 
 
-@st.cache_resource(show_spinner="Replaying the conversation…", max_entries=12)
+@st.cache_resource(show_spinner=False, max_entries=16)
+def message_index(dataset_key: str, conv_id: str) -> dict[str, int]:
+    """Message id -> its position (= its add step) in the conversation (read-only)."""
+    return {m.id: i for i, m in enumerate(conversation(dataset_key, conv_id).messages)}
+
+
+@st.cache_resource(show_spinner=False, max_entries=12)
 def get_replay(dataset_key: str, conv_id: str, settings: HistorySettings) -> Replay:
     """convmem.replay of the conversation under ``settings`` (O(n); ~1 s per 10^5 messages)."""
     return replay(conversation(dataset_key, conv_id).messages, settings)
@@ -80,3 +106,69 @@ def get_context_records(dataset_key: str, conv_id: str, settings: HistorySetting
     replay); the page's download escapes them (convmem_dashboard.export_safety)."""
     r = get_replay(dataset_key, conv_id, settings)
     return context_records(context_at_step(r, step, get_arrays(dataset_key, conv_id, settings)))
+
+
+#: Drop events drawn at most (thinned beyond: the biggest per step bucket, counted in the hover).
+MAX_MARKERS = 200
+#: Message bars drawn at most in the context chart over a wide window (its JSON grows with them).
+MAX_BARS = 800
+
+
+@st.cache_resource(show_spinner=False, max_entries=8)
+def _totals_base(dataset_key: str, conv_id: str, settings: HistorySettings, start: int, stop: int) -> dict:
+    """totals_figure with no event selected, as the figure's dict (read-only)."""
+    a = get_arrays(dataset_key, conv_id, settings)
+    return totals_figure(a, start=start, stop=stop, max_markers=MAX_MARKERS).to_dict()
+
+
+@st.cache_resource(show_spinner=False, max_entries=8)
+def _context_base(dataset_key: str, conv_id: str, settings: HistorySettings, start: int, stop: int) -> dict:
+    """context_window_figure with no step marked, as the figure's dict (read-only)."""
+    a = get_arrays(dataset_key, conv_id, settings)
+    return context_window_figure(a, start=start, stop=stop, max_bars=MAX_BARS).to_dict()
+
+
+def get_totals_figure(
+    dataset_key: str, conv_id: str, settings: HistorySettings, start: int, stop: int, selected: int | None
+) -> go.Figure:
+    """figures_budget.totals_figure of the cached replay: the cached figure without a selection,
+    rebuilt unvalidated (already valid), plus the selected event's ring. Another selection
+    costs one small trace, not a new figure."""
+    fig = go.Figure(_totals_base(dataset_key, conv_id, settings, start, stop), _validate=False)
+    a = get_arrays(dataset_key, conv_id, settings)
+    if selected is not None and 0 <= selected < len(a.ev_step):
+        fig.add_trace(selected_event_trace(a, selected))
+    return fig
+
+
+def get_context_figure(
+    dataset_key: str, conv_id: str, settings: HistorySettings, start: int, stop: int, selected_step: int | None
+) -> go.Figure:
+    """figures_budget.context_window_figure of the cached replay, the step's line added to the
+    cached figure (as get_totals_figure)."""
+    fig = go.Figure(_context_base(dataset_key, conv_id, settings, start, stop), _validate=False)
+    if selected_step is not None and start <= selected_step <= stop:
+        selected_step_line(fig, selected_step)
+    return fig
+
+
+@st.cache_resource(show_spinner=False, max_entries=8)
+def _comparison_base(dataset_key: str, conv_id: str, a: HistorySettings, b: HistorySettings) -> dict:
+    return comparison_figure(get_stats(dataset_key, conv_id, a), get_stats(dataset_key, conv_id, b)).to_dict()
+
+
+def get_comparison_figure(dataset_key: str, conv_id: str, a: HistorySettings, b: HistorySettings) -> go.Figure:
+    """figures_budget.comparison_figure of A's and B's stats (a fresh copy of the cached one:
+    callers may add to it)."""
+    return go.Figure(_comparison_base(dataset_key, conv_id, a, b), _validate=False)
+
+
+@st.cache_resource(show_spinner=False, max_entries=8)
+def _sweep_base(dataset_key: str, conv_id: str, settings: HistorySettings, limits: tuple[int, ...]) -> dict:
+    return sweep_figure(get_sweep(dataset_key, conv_id, settings, limits), settings.limit).to_dict()
+
+
+def get_sweep_figure(dataset_key: str, conv_id: str, settings: HistorySettings, limits: tuple[int, ...]) -> go.Figure:
+    """figures_budget.sweep_figure of the sweep over ``limits``, the current limit marked (a
+    fresh copy of the cached one: the page adds the safe limit's line to it)."""
+    return go.Figure(_sweep_base(dataset_key, conv_id, settings, limits), _validate=False)

@@ -7,6 +7,11 @@ A dataset is named by a plain string key so every cached computation can be keye
 * ``"synthetic-N"``: one generated conversation of N messages (N in SYNTHETIC_SIZES), for tuning at scale.
 * ``"upload:<sha256 prefix>"``: a file uploaded on the home page (OpenAI JSON/JSONL, tau-bench,
   Anthropic Messages JSON, CSV).
+* ``"sample-db"``: sample_data/shoppers.sqlite, the same shoppers in a convmem SQL store, read
+  through ``load_history(SQLStore.pager(...))`` like any database.
+* ``"db:<16 hex>"``: a live database (SQLite file or PostgreSQL) opened on Home or with ``?db=``
+  (convmem_dashboard.db_source). The key hashes the URL without its password; the URL itself is
+  held on the server only, so a link never carries it.
 
 Parsed datasets are held with ``st.cache_resource``: they are immutable (frozen Conversations) and
 large, so sharing one object beats ``st.cache_data``'s pickled copy on every rerun.
@@ -32,6 +37,15 @@ from convmem import (
 from convmem.synthetic import generate_conversation
 from convmem.tokens import default_counter
 
+from .db_source import (
+    MAX_DB_CONVERSATIONS,
+    MAX_DB_MESSAGES,
+    DatabaseRead,
+    DatabaseSource,
+    DatabaseSourceError,
+    parse_database_url,
+    read_database,
+)
 from .uploads import UploadRegistry
 
 __all__ = [
@@ -48,6 +62,12 @@ __all__ = [
     "GONE_UPLOAD_WARNING",
     "url_upload_status",
     "upload_skipped",
+    "DB_PARAM",
+    "SAMPLE_DB_KEY",
+    "database_source",
+    "read_database_param",
+    "register_database",
+    "reread_database",
     "missing_dataset_note",
     "picker_help",
 ]
@@ -59,6 +79,17 @@ RETAIL_FILE = (
     / "shared/real_data/tau-bench/retail/trajectories"
     / "tool-calling-grok-3-0.0_range_0--1_user-grok-3-llm_0921131646.json"
 )
+SAMPLE_SQLITE = ROOT / "sample_data" / "shoppers.sqlite"
+#: Dataset key of the bundled SQLite sample store.
+SAMPLE_DB_KEY = "sample-db"
+#: URL parameter that opens a database (``?db=sqlite:///file`` or a PostgreSQL URL); read once,
+#: then replaced by ``?data=db:<hash>`` so the URL (and any password in it) leaves the address bar.
+DB_PARAM = "db"
+#: Session keys: this session's database key, and the last database error to show.
+_DB_KEY = "db_key"
+_DB_ERROR = "_db_error"
+#: Databases one server remembers (their URLs, held server-side); the oldest go first.
+MAX_DATABASES = 64
 SYNTHETIC_SIZES = (1_000, 10_000, 100_000)
 #: The upload cap in bytes: the one the browser enforces for server.maxUploadSize (convmem.limits).
 MAX_UPLOAD_BYTES = UPLOAD_MAX_BYTES
@@ -69,6 +100,10 @@ _GONE_KEY = "_gone_upload"
 _MISSING_KEY = "_missing_data"
 #: Session key set once the URL that opened the session has been read.
 _URL_READ_KEY = "_url_data_read"
+GONE_DATABASE_WARNING = (
+    "This link names a database this server has not opened (a link never carries a database's "
+    "URL or password); open it on Home. Showing the sample data."
+)
 GONE_UPLOAD_WARNING = (
     "This link points to an uploaded file that is not loaded here; upload it again on Home. "
     "Showing the sample data."
@@ -155,6 +190,76 @@ def upload_skipped(key: str) -> tuple[int, tuple[Skipped, ...]]:
     return len(entry[1]) + len(skipped), skipped
 
 
+@st.cache_resource(show_spinner=False)
+def _databases() -> dict[str, DatabaseSource]:
+    """Database sources by key, shared by this server's sessions (a link names only the key)."""
+    return {}
+
+
+def database_source(key: str) -> DatabaseSource | None:
+    """The source of a database key (``"sample-db"`` or ``"db:..."``), or None when unknown."""
+    if key == SAMPLE_DB_KEY:
+        return parse_database_url(str(SAMPLE_SQLITE)) if SAMPLE_SQLITE.is_file() else None
+    return _databases().get(key)
+
+
+@st.cache_resource(show_spinner="Reading the database…", max_entries=4, ttl=600)
+def _read_database(key: str) -> DatabaseRead:
+    """A database's conversations (cached for 10 min, or until Home's "Read again")."""
+    source = database_source(key)
+    if source is None:
+        raise DatabaseSourceError("this server has not opened that database; open it on Home")
+    return read_database(source)
+
+
+def reread_database(key: str) -> None:
+    """Forget the cached read of every database (the next view reads the database again)."""
+    _read_database.clear()
+
+
+def register_database(text: str) -> str:
+    """Validate ``text`` (a database URL or SQLite path), read the database once, remember it on
+    this server and make it this session's dataset; returns its key ``"db:<16 hex>"``.
+
+    Raises:
+        DatabaseSourceError: a readable sentence (no password) when it cannot be opened or read.
+    """
+    source = parse_database_url(text)
+    registry = _databases()
+    registry.pop(source.key, None)
+    registry[source.key] = source  # a newer password for the same database replaces the old one
+    while len(registry) > MAX_DATABASES:
+        registry.pop(next(iter(registry)))
+    try:
+        _read_database(source.key)
+    except DatabaseSourceError:
+        registry.pop(source.key, None)
+        raise
+    st.session_state[_DB_KEY] = source.key
+    st.session_state.pop(_DB_ERROR, None)
+    return source.key
+
+
+def read_database_param() -> None:
+    """``?db=<url>`` on any page opens that database (dashboard.py calls this first on every run).
+
+    The parameter is removed from the URL at once (it may hold a password) and replaced by
+    ``?data=db:<hash>``; a URL that cannot be opened leaves a readable error for the picker.
+    """
+    if DB_PARAM not in st.query_params:
+        return
+    raw = st.query_params.get(DB_PARAM)
+    del st.query_params[DB_PARAM]
+    try:
+        key = register_database(raw)
+    except DatabaseSourceError as exc:
+        st.session_state[_DB_ERROR] = str(exc)
+        return
+    st.session_state[_DATA_KEY] = key
+    st.query_params[_DATA_KEY] = key  # the link now names the database by its key only
+    st.session_state[_URL_READ_KEY] = True  # the link's ?data= (if any) gives way to ?db=
+
+
 @st.cache_resource(show_spinner="Loading conversations…", max_entries=8)
 def _builtin(key: str) -> tuple[Conversation, ...]:
     if key == "sample":
@@ -170,12 +275,17 @@ def _builtin(key: str) -> tuple[Conversation, ...]:
 def available_keys() -> list[str]:
     """Built-in dataset keys usable on this machine, then this session's upload if any."""
     keys = ["sample"]
+    if SAMPLE_SQLITE.is_file():
+        keys.append(SAMPLE_DB_KEY)
     if RETAIL_FILE.is_file():
         keys.append("retail")
     keys.extend(f"synthetic-{n}" for n in SYNTHETIC_SIZES)
     upload = st.session_state.get("upload_key")
     if upload and upload in _uploads():
         keys.append(upload)
+    db = st.session_state.get(_DB_KEY)
+    if db and db in _databases():
+        keys.append(db)
     return keys
 
 
@@ -189,6 +299,11 @@ def _label(key: str) -> str:
     if key.startswith("upload:"):
         entry = _uploads().get(key)
         return f"Upload: {md_escape(entry[0])}" if entry else "Upload (gone; upload again)"
+    if key == SAMPLE_DB_KEY:
+        return "Sample shoppers (bundled SQLite store)"
+    if key.startswith("db:"):
+        source = database_source(key)
+        return f"Database: {md_escape(source.short)}" if source else "Database (open it on Home)"
     return key
 
 
@@ -199,6 +314,20 @@ def get_dataset(key: str) -> Dataset:
         if entry is not None:
             name, conversations = entry[0], entry[1]
             return Dataset(key, _label(key), conversations, f"uploaded file {md_escape(name)}")
+        key = "sample"
+    if key == SAMPLE_DB_KEY or key.startswith("db:"):
+        if database_source(key) is not None:
+            read = _read_database(key)  # DatabaseSourceError: the picker shows it
+            left_out = (
+                f"; {read.skipped_over_cap:,} of {read.total_conversations:,} conversations left out "
+                f"by the caps ({MAX_DB_CONVERSATIONS:,} conversations, {MAX_DB_MESSAGES:,} messages)"
+                if read.skipped_over_cap else ""
+            )
+            note = (
+                f"{md_escape(database_source(key).shown)}, each conversation read with "
+                f"load_history over SQLStore.pager{left_out}"
+            )
+            return Dataset(key, _label(key), read.conversations, note)
         key = "sample"
     if key not in ("sample", "retail") and not (
         key.startswith("synthetic-") and key.removeprefix("synthetic-").isdigit()
@@ -239,8 +368,10 @@ def url_upload_status(asked: str | None, session_upload: str | None, held) -> st
 
 
 def _forget_gone_upload() -> None:
-    """The user picked a dataset: the warning about the link's lost upload has done its job."""
+    """The user picked a dataset: the warning about the link's lost upload (or database) has done
+    its job."""
     st.session_state.pop(_GONE_KEY, None)
+    st.session_state.pop(_DB_ERROR, None)
     st.session_state.pop(_MISSING_KEY, None)
 
 
@@ -256,6 +387,8 @@ def picker_help(keys) -> str:
         parts.append("retail: real tau-bench run (../shared/real_data)")
     parts.append("synthetic-N: one generated conversation of N messages")
     parts.append("upload: your file (Home page)")
+    if "sample-db" in keys:
+        parts.append("sample-db / db:…: a convmem database, read with load_history (Home page)")
     return " · ".join(parts) + ". Kept in the URL."
 
 
@@ -286,6 +419,11 @@ def _read_url_upload() -> None:
     if not st.session_state.get(_URL_READ_KEY):
         st.session_state[_URL_READ_KEY] = True
         asked = st.query_params.get(_DATA_KEY)
+        if isinstance(asked, str) and asked.startswith("db:"):
+            if asked in _databases():
+                st.session_state[_DB_KEY] = asked  # a link shared on this server: adopt it
+            else:
+                st.session_state[_DB_ERROR] = GONE_DATABASE_WARNING
         status = url_upload_status(asked, st.session_state.get("upload_key"), uploads)
         if status == "adopt":
             st.session_state["upload_key"] = asked
@@ -299,6 +437,26 @@ def _read_url_upload() -> None:
         st.session_state[_GONE_KEY] = current
 
 
+def _check_database() -> None:
+    """Before the picker: when the dataset asked for is a database that cannot be read now (its
+    server went away, the file was removed), say why and fall back to the sample."""
+    asked = st.session_state.get(_DATA_KEY) or st.query_params.get(_DATA_KEY)
+    if not isinstance(asked, str) or not (asked == SAMPLE_DB_KEY or asked.startswith("db:")):
+        return
+    if database_source(asked) is None:
+        return  # unknown key: the picker drops it (and the link warning above says why)
+    try:
+        _read_database(asked)
+    except DatabaseSourceError as exc:
+        st.session_state[_DB_ERROR] = str(exc)
+        if st.session_state.get(_DB_KEY) == asked:
+            st.session_state.pop(_DB_KEY)
+        _databases().pop(asked, None)
+        st.session_state[_DATA_KEY] = "sample"
+        return
+    st.session_state.pop(_DB_ERROR, None)
+
+
 def dataset_picker() -> Dataset:
     """The sidebar's data selector (bound to the URL as ``?data=``); returns the dataset in use.
 
@@ -306,6 +464,7 @@ def dataset_picker() -> Dataset:
     says so (on every page, until another dataset is picked or a file is uploaded).
     """
     _read_url_upload()
+    _check_database()
     keys = available_keys()
     if st.session_state.get(_DATA_KEY) not in keys:
         st.session_state.pop(_DATA_KEY, None)
@@ -322,6 +481,9 @@ def dataset_picker() -> Dataset:
     dataset = get_dataset(key)
     if st.session_state.get(_GONE_KEY) and dataset.key == "sample":
         st.warning(GONE_UPLOAD_WARNING, icon=":material/link_off:")
+    if (db_error := st.session_state.get(_DB_ERROR)) and dataset.key == "sample":
+        st.error("The database could not be opened; showing the sample data:", icon=":material/database:")
+        st.code(db_error, language=None, wrap_lines=True)  # user text (a path): verbatim
     if st.session_state.get(_MISSING_KEY) and dataset.key == "sample":
         st.warning(missing_dataset_note(st.session_state[_MISSING_KEY], keys), icon=":material/link_off:")
     st.sidebar.caption(

@@ -278,7 +278,9 @@ def totals_figure(
     "total after add" (the line, min/max-downsampled to ``max_points``), "limit", "target" (only
     when a target below the limit is set), "cut to (target − summary budget)" (only with
     summaries), "drop events" (one marker per event at its step, y = the total after it, hover:
-    how many went, tokens, reasons, summary; ``customdata`` = the event's 0-based index), and
+    how many went, tokens, reasons, summary; ``customdata`` = the event's 0-based index; over ``max_markers`` events in the window,
+    the biggest of each step bucket on a strip above the totals, its hover counting the bucket's
+    events), and
     "selected event" (when ``selected``, an event index, is given). Steps ``start..stop``
     (inclusive) are shown.
     """
@@ -325,40 +327,49 @@ def totals_figure(
 
     in_window = np.nonzero((a.ev_step >= lo) & (a.ev_step <= hi))[0]
     thinned = len(in_window) > max_markers
+    ymax = max(int(totals.max()), a.limit)
+    hover = None
     if thinned:
+        # Too many to draw: the biggest drop of each step bucket, on a strip above the totals (so
+        # the markers never bury the line), each hover counting the events it stands for.
+        span = max(1, hi - lo + 1)
+        bucket = ((a.ev_step[in_window] - lo) * max_markers) // span
+        per_bucket = np.bincount(bucket, minlength=max_markers)
         pick = _biggest_per_bucket(a.ev_step[in_window], a.ev_tokens[in_window], lo, hi, max_markers)
+        b = bucket[pick]
+        b_lo = lo + (b * span + max_markers - 1) // max_markers
+        b_hi = np.minimum(hi, lo + ((b + 1) * span + max_markers - 1) // max_markers - 1)
         in_window = in_window[pick]
+        hover = [
+            f"{int(per_bucket[bk]):,} drop event(s) in add steps {int(x0):,}–{int(x1):,}; the biggest:<br>"
+            + event_hover(a.events[k], int(k))
+            for bk, x0, x1, k in zip(b, b_lo, b_hi, in_window)
+        ]
+        y = np.full(len(in_window), ymax * 1.06)
+    else:
+        y = a.ev_after[in_window]
     colors = [REASON_COLORS.get(DROP_REASONS[code], "#000000") for code in a.ev_reason[in_window]]
     fig.add_trace(
         go.Scatter(
             x=a.ev_step[in_window],
-            y=a.ev_after[in_window],
+            y=y,
             mode="markers",
-            name="drop events" + (" (biggest per bucket)" if thinned else ""),
-            marker={"symbol": "triangle-down", "size": 9, "color": colors, "line": {"width": 0.5, "color": "white"}},
+            name="drop events" + (" (biggest per bucket, on a strip above)" if thinned else ""),
+            marker={
+                "symbol": "triangle-down", "size": 7 if thinned else 9, "color": colors,
+                "line": {"width": 0.5, "color": "white"},
+            },
             customdata=in_window,
-            hovertext=[event_hover(a.events[k], int(k)) for k in in_window],
+            hovertext=hover if hover is not None else [event_hover(a.events[k], int(k)) for k in in_window],
             hovertemplate="%{hovertext}<extra></extra>",
         )
     )
     if selected is not None and 0 <= selected < len(a.ev_step):
-        fig.add_trace(
-            go.Scatter(
-                x=[int(a.ev_step[selected])],
-                y=[int(a.ev_after[selected])],
-                mode="markers",
-                name="selected event",
-                marker={"symbol": "circle-open", "size": 18, "color": "#000000", "line": {"width": 2}},
-                customdata=[selected],
-                hovertext=[event_hover(a.events[selected], selected)],
-                hovertemplate="%{hovertext}<extra></extra>",
-            )
-        )
+        fig.add_trace(selected_event_trace(a, selected))
     shown = len(x)
     title = "Tokens in context after each add"
     if shown < len(steps):
         title += f" (envelope of {len(steps):,} adds in {shown:,} points)"
-    ymax = max(int(totals.max()), a.limit)
     fig.update_layout(
         title=title,
         xaxis_title=X_STEP,
@@ -366,10 +377,29 @@ def totals_figure(
         hovermode="closest",
         legend={"orientation": "h", "y": -0.2},
         margin={"t": 50, "b": 10},
-        yaxis={"range": [0, ymax * 1.08 + 1], "rangemode": "tozero"},
+        yaxis={"range": [0, ymax * (1.1 if thinned else 1.08) + 1], "rangemode": "tozero"},
         xaxis={"range": [lo - 0.5, hi + 0.5]},
     )
     return fig
+
+
+def selected_event_trace(a: ReplayArrays, selected: int) -> go.Scatter:
+    """The "selected event" ring of :func:`totals_figure` (its last trace) for event ``selected``."""
+    return go.Scatter(
+        x=[int(a.ev_step[selected])],
+        y=[int(a.ev_after[selected])],
+        mode="markers",
+        name="selected event",
+        marker={"symbol": "circle-open", "size": 18, "color": "#000000", "line": {"width": 2}},
+        customdata=[selected],
+        hovertext=[event_hover(a.events[selected], selected)],
+        hovertemplate="%{hovertext}<extra></extra>",
+    )
+
+
+def selected_step_line(fig: go.Figure, step: int) -> None:
+    """The dotted vertical line :func:`context_window_figure` draws at ``selected_step``."""
+    fig.add_vline(x=step, line={"color": "#000000", "dash": "dot", "width": 1})
 
 
 def _segments(x0: np.ndarray, x1: np.ndarray, y: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
@@ -482,7 +512,7 @@ def context_window_figure(
             )
         )
     if selected_step is not None and lo <= selected_step <= hi:
-        fig.add_vline(x=selected_step, line={"color": "#000000", "dash": "dot", "width": 1})
+        selected_step_line(fig, selected_step)
     title = "Context window over time"
     if stride > 1:
         title += f" (every {stride}th message of {len(np.nonzero((np.arange(a.n) <= hi) & (end >= lo))[0]):,})"

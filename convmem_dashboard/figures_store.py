@@ -21,7 +21,20 @@ from convmem.outcomes import CallOutcome
 
 from .colors import OUTCOME_COLORS
 
-__all__ = ["WEBGL_THRESHOLD", "X_PAD", "call_timeline", "escape", "timeline_extent", "x_range"]
+__all__ = [
+    "COINCIDE_FRACTION",
+    "WEBGL_THRESHOLD",
+    "X_PAD",
+    "call_timeline",
+    "coinciding_calls",
+    "escape",
+    "timeline_extent",
+    "x_range",
+]
+
+#: Calls of one request closer in time than this fraction of the time span draw on top of each
+#: other (a 10-px marker in a ~1,000-px plot): they get a count label ("×2").
+COINCIDE_FRACTION = 0.01
 
 #: Above this many points a trace is drawn with WebGL (go.Scattergl).
 WEBGL_THRESHOLD = 2_000
@@ -60,6 +73,36 @@ def _hover(row: Mapping[str, Any]) -> str:
     if row["delay_after"] is not None:
         lines.append(f"backoff: {row['delay_after']:.3f} s, then retry")
     return "<br>".join(lines)
+
+
+def coinciding_calls(
+    calls: Sequence[Mapping[str, Any]], span: float, fraction: float = COINCIDE_FRACTION
+) -> list[tuple[float, int, int]]:
+    """Groups of two or more calls of one request whose markers would coincide: each as
+    ``(started_at of its first call, request, calls in the group)``. Calls are grouped while each
+    starts within ``fraction * span`` seconds (at least 1 µs) of the group's first. O(n log n).
+
+    >>> calls = [{"request": 1, "started_at": t} for t in (0.0, 0.0002, 0.5)]
+    >>> coinciding_calls(calls, 0.5)
+    [(0.0, 1, 2)]
+    """
+    tol = max(span * fraction, 1e-6)
+    groups: list[tuple[float, int, int]] = []
+    ordered = sorted(calls, key=lambda c: (c["request"], c["started_at"]))
+    i = 0
+    while i < len(ordered):
+        first = ordered[i]
+        j = i + 1
+        while (
+            j < len(ordered)
+            and ordered[j]["request"] == first["request"]
+            and ordered[j]["started_at"] - first["started_at"] <= tol
+        ):
+            j += 1
+        if j - i >= 2:
+            groups.append((first["started_at"], first["request"], j - i))
+        i = j
+    return groups
 
 
 def timeline_extent(calls: Sequence[Mapping[str, Any]]) -> tuple[float, int]:
@@ -135,6 +178,25 @@ def call_timeline(
                 meta="backoff",
                 line={"color": OUTCOME_COLORS["backoff"], "width": 3},
                 hoverinfo="skip",
+            )
+        )
+    end_all, _requests = extent if extent is not None else timeline_extent(calls)
+    groups = coinciding_calls(calls, end_all)
+    if groups:
+        # Markers on top of each other still count: a label with how many calls are there.
+        fig.add_trace(
+            go.Scatter(
+                x=np.fromiter((g[0] for g in groups), float, len(groups)),
+                y=np.fromiter((g[1] for g in groups), float, len(groups)),
+                mode="text",
+                text=[f"×{g[2]:,}" for g in groups],
+                textposition="top right",
+                textfont={"size": 12 if _requests <= 60 else 9, "color": "#444"},
+                name="calls drawn on top of each other (count)",
+                meta="coinciding",
+                hovertext=[f"{g[2]:,} calls of request {g[1]:,} within "
+                           f"{max(end_all * COINCIDE_FRACTION, 1e-6):.4f} s" for g in groups],
+                hoverinfo="text",
             )
         )
     fig.update_layout(

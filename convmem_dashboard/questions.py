@@ -14,8 +14,9 @@ __all__ = ["QUESTIONS"]
 QUESTIONS = {
     "home": "What does convmem keep of an agent's conversations, and which of them is in use?",
     "flaky_store": (
-        "Does a conversation load whole, once and in order, from a store that fails on purpose, "
-        "and when it cannot, what was loaded and why did it stop?"
+        "Does a conversation load whole, once and in order, from a store that fails on purpose "
+        "or receives new messages while it pages, and when it cannot, what was loaded and where "
+        "does a resume start?"
     ),
     "token_budget": (
         "Under a token limit, which messages does compaction drop from this conversation, when, "

@@ -46,7 +46,9 @@ from convmem.testing import (
 from .table_layout import column, table_view
 
 __all__ = [
+    "ARRIVALS_EFFECT",
     "END_CURSOR",
+    "FAULT_ARRIVALS",
     "FIRST_PAGE",
     "FlakyRun",
     "LoadSettings",
@@ -90,6 +92,17 @@ STOP_WORDS: dict[StopReason, str] = {
 }
 
 
+#: The fault name of messages arriving while paging (convmem_dashboard.flaky_sql).
+FAULT_ARRIVALS = "arrivals"
+#: What arrivals do to a load over keyset cursors.
+ARRIVALS_EFFECT = (
+    "loses nothing, repeats nothing: keyset cursors name a position after a sequence number, so "
+    "messages appended during the load are served once, by this load or by the follow-up from its "
+    "high-water mark"
+)
+_EFFECTS = {**FAULT_EFFECTS, FAULT_ARRIVALS: ARRIVALS_EFFECT}
+
+
 @dataclass(frozen=True)
 class LoadSettings:
     """load_history's retry options for a simulated run (seconds on the virtual clock)."""
@@ -117,6 +130,10 @@ class FlakyRun:
         lost_ids, repeated_ids, extra_ids, out_of_order: the diff against the truth.
         explanation: FlakyStore.explain_loss in one sentence.
         configured: the faults the settings inject (names), fired: those that showed up.
+        store_kind: ``"paged"`` (offset cursors, convmem.testing.PagedStore) or ``"sqlite"``
+            (keyset cursors, SQLStore.pager; convmem_dashboard.flaky_sql).
+        follow_up_ids: what the follow-up load from the high-water mark returned (sqlite).
+        arrivals: the arrivals fault's facts (see flaky_sql.run_sql_simulation), or None.
     """
 
     truth: tuple[tuple[str, str, int], ...]
@@ -135,6 +152,9 @@ class FlakyRun:
     configured: tuple[str, ...]
     fired: tuple[str, ...]
     empty_page_ends: bool
+    store_kind: str = "paged"
+    follow_up_ids: tuple[str, ...] = ()
+    arrivals: dict[str, Any] | None = None
 
     @property
     def ok(self) -> bool:
@@ -144,6 +164,8 @@ class FlakyRun:
         )
 
 
+#: A message a failed load had not reached: a resume from its cursor loads it (never "lost").
+NOT_LOADED_YET = "not loaded yet"
 #: How a call's cursor None (the loader's first request) is shown.
 FIRST_PAGE = "(first page)"
 #: How a next cursor None (the store says there is no next page) is shown.
@@ -310,7 +332,7 @@ def failure_message(run: FlakyRun) -> str:
     page = "The first page" if err["cursor"] == FIRST_PAGE else f"The page at {where}"
     return (
         f"{page} kept failing: {why} after {err['attempts']} "
-        f"attempt(s). {err['loaded']} of {len(run.truth)} messages were loaded before it; a caller "
+        f"attempt(s). {err['loaded']:,} of {len(run.truth):,} messages were loaded before it; a caller "
         f"keeps them and can resume from {where}. load_history raised PageLoadError "
         f"instead of returning a partial history. Last error: {err['last_error']}"
     )
@@ -352,7 +374,7 @@ def fault_outcome_table(run: FlakyRun, upto: int | None = None) -> pd.DataFrame:
     A call showing two faults (``wrap_around+overlap``) counts in both rows.
     """
     rows = run.calls if upto is None else run.calls[:upto]
-    names = [n for n in FAULT_NAMES if n in run.configured or n in run.fired]
+    names = [n for n in (*FAULT_NAMES, FAULT_ARRIVALS) if n in run.configured or n in run.fired]
     counts: dict[str, dict[str, int]] = {n: dict.fromkeys(OUTCOMES, 0) for n in names}
     counts["(no fault)"] = dict.fromkeys(OUTCOMES, 0)
     for row in rows:
@@ -362,7 +384,7 @@ def fault_outcome_table(run: FlakyRun, upto: int | None = None) -> pd.DataFrame:
             counts[name][row["outcome"]] = counts[name].get(row["outcome"], 0) + 1
     records = []
     for name, by_outcome in counts.items():
-        effect = FAULT_EFFECTS.get(name, "")
+        effect = _EFFECTS.get(name, "")
         if name == "(no fault)":
             effect = "calls served as the store would without injection"
         records.append(
@@ -377,24 +399,45 @@ def fault_outcome_table(run: FlakyRun, upto: int | None = None) -> pd.DataFrame:
 
 
 def truth_table(run: FlakyRun, *, only_problems: bool = False) -> pd.DataFrame:
-    """Every truth message with its fate (loaded / lost / repeated), plus any extra id.
+    """Every truth message with its fate, plus any extra id.
 
+    Statuses: ``loaded``; ``follow-up`` (arrived during the load, returned by the follow-up from
+    its high-water mark); ``repeated``; ``not loaded yet`` when the load raised (a resume from its
+    cursor would load it: nothing is lost); ``lost`` when the load ended without it.
     Columns: position (1-based in the truth), id, role, tokens, status, why. Built column-wise:
     O(truth) with no per-row dict (10^5 rows in a few tens of ms).
     """
     columns = ["position", "id", "role", "tokens", "status", "why"]
     loaded = set(run.loaded_ids)
+    follow_up = set(run.follow_up_ids)
     repeated = set(run.repeated_ids)
     if run.error is not None:
-        lost_why = f"not reached: the load raised at {_cursor_words(run.error['cursor'])}"
+        missing = NOT_LOADED_YET
+        missing_why = (
+            f"not reached yet: the load raised at {_cursor_words(run.error['cursor'])}; a resume "
+            f"from there loads it"
+        )
     else:
-        lost_why = f"after the load stopped ({run.stop_reason})"
-    fate = {"loaded": "", "lost": lost_why, "repeated": "loaded more than once"}
+        missing = "lost"
+        missing_why = f"after the load stopped ({run.stop_reason})"
+    fate = {
+        "loaded": "",
+        missing: missing_why,
+        "repeated": "loaded more than once",
+        "follow-up": "arrived during the load, after its high-water mark; the follow-up load "
+        "from the mark returned it",
+    }
     status = [
-        "repeated" if id_ in repeated else "loaded" if id_ in loaded else "lost"
+        "repeated" if id_ in repeated
+        else "loaded" if id_ in loaded
+        else "follow-up" if id_ in follow_up
+        else missing
         for id_, _role, _tokens in run.truth
     ]
-    keep = [i for i, st_ in enumerate(status) if st_ != "loaded"] if only_problems else None
+    keep = (
+        [i for i, st_ in enumerate(status) if st_ not in ("loaded", "follow-up")]
+        if only_problems else None
+    )
     picked = run.truth if keep is None else [run.truth[i] for i in keep]
     status = status if keep is None else [status[i] for i in keep]
     positions = list(range(1, len(run.truth) + 1)) if keep is None else [i + 1 for i in keep]

@@ -61,6 +61,7 @@ __all__ = [
     "Param",
     "POLICIES",
     "RUN_MODES",
+    "STORE_KINDS",
     "TARGET_MODES",
     "UNBOUND_KEYS",
     "fix_message",
@@ -85,6 +86,8 @@ LISTING_DEFINITIONS = ("digits", "catalog", "keys")
 PROVIDER_KEYS = ("anthropic", "openai")
 #: Flaky store run modes.
 RUN_MODES = ("All at once", "Step by step")
+#: Flaky store: the store the faults wrap (convmem_dashboard.view_flaky_store).
+STORE_KINDS = ("In-memory pages (offset cursors)", "SQLite store (keyset cursors)")
 
 _KINDS = ("int", "float", "bool", "choice", "choices", "int_range", "text")
 
@@ -150,6 +153,10 @@ PARAMS: dict[str, Param] = dict(
         _p("mode", "choice", options=RUN_MODES),
         _p("step", "int", lo=1, hi=COUNT_MAX),  # hi: the run's calls
         _p("truth_all", "bool", default=False),
+        _p("store", "choice", options=STORE_KINDS),
+        _p("arr", "int", lo=0, hi=10_000, default=0, step=1),  # flaky_sql.MAX_ARRIVALS
+        _p("arr_at", "int", lo=1, hi=100_000, default=1, step=1),
+        _p("hwm", "bool", default=False),
         # Token budget
         _p("limit", "int", lo=0, hi=MAX_TOKENS),  # range from the conversation's tokens
         _p("pin_sys", "bool", default=False),

@@ -110,8 +110,8 @@ tab_data, tab_live = st.tabs(["From the data in use", "Follow a local session fi
 with tab_data:
     if not convs:
         st.info("The data in use holds no coding-agent session. Upload a Claude Code session "
-                "(~/.claude/projects/*/*.jsonl) or a Codex CLI rollout "
-                "(~/.codex/sessions/**/rollout-*.jsonl) on Home.")
+                "(`~/.claude/projects/*/*.jsonl`) or a Codex CLI rollout "
+                "(`~/.codex/sessions/**/rollout-*.jsonl`) on Home.")
     else:
         ids = list(convs)
         if st.session_state.get("agent_conv") not in ids:

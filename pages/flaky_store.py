@@ -9,21 +9,16 @@ from __future__ import annotations
 
 import streamlit as st
 
-from convmem.testing import FaultConfig
 from convmem_dashboard.data import current_dataset, get_dataset
 from convmem_dashboard.figures_store import call_timeline, timeline_extent
 from convmem_dashboard.tables_store import (
     FlakyRun,
-    LoadSettings,
     call_table,
     call_table_view,
     error_table,
     error_table_view,
-    explain_stop,
-    failure_message,
     fault_outcome_table,
     fault_outcome_view,
-    run_simulation,
     step_state,
     truth_table,
 )
@@ -32,6 +27,19 @@ from convmem_dashboard.export_safety import download_csv
 from convmem_dashboard.questions import QUESTIONS
 from convmem_dashboard.selection import conversation_picker
 from convmem_dashboard.url_params import PARAMS
+from convmem_dashboard.view_flaky_store import (
+    STORE_KINDS,
+    FlakySettings,
+    arrival_metrics,
+    default_conversation,
+    failure_note,
+    outcome,
+    reproduce_code,
+    run_metrics,
+    sql_cap_note,
+    truth_metrics,
+)
+from convmem_dashboard import view_flaky_store as view
 
 require_entry()
 
@@ -43,16 +51,10 @@ P = PARAMS
 # cache_resource, not cache_data: a run over 10^5 messages is megabytes, and cache_data would
 # unpickle a fresh copy on every rerun. The FlakyRun is never mutated, so sharing it is safe.
 @st.cache_resource(show_spinner="Simulating the load…", max_entries=16)
-def simulate(
-    dataset_key: str,
-    conversation_id: str,
-    page_size: int,
-    faults: tuple,
-    load: tuple,
-) -> FlakyRun:
+def simulate(dataset_key: str, conversation_id: str, settings_key: tuple) -> FlakyRun:
     """One seeded run, cached by plain values (never by the messages themselves)."""
     messages = get_dataset(dataset_key).conversation(conversation_id).messages
-    return run_simulation(messages, page_size, FaultConfig(*faults), LoadSettings(*load))
+    return view.run(FlakySettings.from_key(settings_key), conversation_id, messages)
 
 
 @st.cache_resource(show_spinner=False, max_entries=32)
@@ -67,14 +69,21 @@ def conversation_choices(dataset_key: str) -> tuple[tuple[str, ...], dict[str, i
     convs = get_dataset(dataset_key).conversations
     ids = tuple(c.id for c in convs)
     sizes = {c.id: len(c.messages) for c in convs}
-    default = max(range(len(ids)), key=lambda i: (sizes[ids[i]], -i)) if ids else 0
-    return ids, sizes, default
+    return ids, sizes, default_conversation(ids, sizes)
+
+
+def show_metrics(cells, per_row: int = 3) -> None:
+    """Metrics in rows of ``per_row`` (values are short: none is cut off at 1,400 px)."""
+    for start in range(0, len(cells), per_row):
+        cols = st.columns(per_row)
+        for col, cell in zip(cols, cells[start : start + per_row]):
+            col.metric(cell.label, cell.value, help=cell.help, border=True)
 
 
 st.title("Flaky store")
 st.markdown(f"**{QUESTIONS['flaky_store']}**")
 st.caption(
-    "A simulated store serves one conversation page by page and misbehaves on purpose. "
+    "A store serves one conversation page by page and misbehaves on purpose. "
     "convmem.load_history retries failed calls with backoff on a virtual clock (no real waiting) "
     "and must return every message once, in order — or say exactly why it could not."
 )
@@ -86,6 +95,15 @@ if not ids:
     st.stop()
 
 conv_id = conversation_picker(dataset)
+store_kind = st.radio(
+    "Store", STORE_KINDS, horizontal=True, key="store",
+    help="Offset pages: an in-memory list with 'p<offset>' cursors, where the cursor and page "
+    "faults live. SQLite: the conversation in a private in-memory convmem SQLStore, paged by its "
+    "keyset cursors (SQLStore.pager); there, messages can arrive while it pages. Your database is "
+    "never written to.",
+    **URL,
+)
+sql = store_kind == STORE_KINDS[1]
 
 with st.container(border=True):
     left, middle, right = st.columns(3)
@@ -105,34 +123,57 @@ with st.container(border=True):
             **URL,
         )
     with middle:
-        st.markdown("**Cursor and page faults**")
-        repeated = st.number_input(
-            "Repeated cursor after page k", *P["rep"].slider, key="rep", placeholder="off",
-            help="Page k+1 hands back the cursor it was fetched with (a stuck cursor). Empty = off.",
-            **URL,
-        )
-        cycle = st.number_input(
-            "Cursor cycle back to page j", *P["cyc"].slider, key="cyc", placeholder="off",
-            help="The last page points back to page j's cursor instead of None. Empty = off.", **URL,
-        )
-        wrap = st.checkbox(
-            "Wrap-around", P["wrap"].default, key="wrap",
-            help="After the last page the store starts over under fresh cursors, forever.", **URL,
-        )
-        empty = st.number_input(
-            "Empty page after page k", *P["empty"].slider, key="empty", placeholder="off",
-            help="Page k points to an empty page that carries a cursor to page k+1. Empty = off.",
-            **URL,
-        )
+        if sql:
+            st.markdown("**Messages arriving while paging**")
+            arrivals = st.number_input(
+                "Messages appended during the load", *P["arr"].slider, key="arr",
+                help="A writer appends this many messages to the conversation while the load "
+                "pages (0 = none).", **URL,
+            )
+            arrive_after = st.number_input(
+                "…right after page k is served", *P["arr_at"].slider, key="arr_at", **URL,
+            )
+            high_water = st.checkbox(
+                "Stop at the start's high-water mark", P["hwm"].default, key="hwm",
+                help="pager(id, high_water=store.high_water_mark(id)): the load ends at the "
+                "messages there were when it started; a follow-up pager(id, after=pager.position) "
+                "returns exactly what arrived since.", **URL,
+            )
+            repeated = cycle = empty = None
+            wrap = False
+        else:
+            st.markdown("**Cursor and page faults**")
+            repeated = st.number_input(
+                "Repeated cursor after page k", *P["rep"].slider, key="rep", placeholder="off",
+                help="Page k+1 hands back the cursor it was fetched with (a stuck cursor). Empty = off.",
+                **URL,
+            )
+            cycle = st.number_input(
+                "Cursor cycle back to page j", *P["cyc"].slider, key="cyc", placeholder="off",
+                help="The last page points back to page j's cursor instead of None. Empty = off.", **URL,
+            )
+            wrap = st.checkbox(
+                "Wrap-around", P["wrap"].default, key="wrap",
+                help="After the last page the store starts over under fresh cursors, forever.", **URL,
+            )
+            empty = st.number_input(
+                "Empty page after page k", *P["empty"].slider, key="empty", placeholder="off",
+                help="Page k points to an empty page that carries a cursor to page k+1. Empty = off.",
+                **URL,
+            )
+            arrivals, arrive_after, high_water = 0, 1, False
     with right:
         st.markdown("**Paging and retries**")
         page_size = st.slider("Page size (messages)", *P["psize"].slider, key="psize", **URL)
-        overlap = st.number_input(
-            "Overlapping messages per page", 0, max(0, page_size - 1), min(1, page_size - 1), 1,
-            key="overlap",
-            help="Each page after the first starts this many messages before the previous one ended.",
-            **URL,
-        )
+        if sql:
+            overlap = 0
+        else:
+            overlap = st.number_input(
+                "Overlapping messages per page", 0, max(0, page_size - 1), min(1, page_size - 1), 1,
+                key="overlap",
+                help="Each page after the first starts this many messages before the previous one ended.",
+                **URL,
+            )
         attempts = st.slider("Attempts per call", *P["tries"].slider, key="tries", **URL)
         d1, d2, d3 = st.columns(3)
         base_delay = d1.number_input(
@@ -152,31 +193,28 @@ with st.container(border=True):
             **URL,
         )
 
-faults = (
-    float(rate), int(burst),
-    None if repeated is None else int(repeated),
-    None if cycle is None else int(cycle),
-    bool(wrap),
-    None if empty is None else int(empty),
-    int(overlap), int(seed),
-)
-load = (
-    int(attempts), float(base_delay), float(max_delay),
-    None if deadline is None else float(deadline), bool(empty_page_ends),
+settings = FlakySettings.from_widgets(
+    rate=rate, burst=burst, seed=seed, rep=repeated, cyc=cycle, wrap=wrap, empty=empty,
+    overlap=overlap, psize=page_size, tries=attempts, base=base_delay, maxd=max_delay,
+    dl=deadline, epe=empty_page_ends, store=store_kind, arr=arrivals, arr_at=arrive_after,
+    hwm=high_water,
 )
 try:
-    fault_config = FaultConfig(*faults)  # names the field at fault, e.g. cycle and wrap-around
+    fault_config = settings.faults()  # names the field at fault, e.g. cycle and wrap-around
 except (ValueError, TypeError) as exc:
     st.error("These settings cannot run together; change one of them:", icon=":material/tune:")
     st.code(str(exc), language=None, wrap_lines=True)
     st.stop()
 try:
-    run_key = (dataset.key, conv_id, int(page_size), faults, load)
+    run_key = (dataset.key, conv_id, settings.key())
     run = simulate(*run_key)
 except Exception as exc:  # noqa: BLE001 - shown as a message, never as a traceback
     st.error("The simulated load could not run:", icon=":material/error:")
     st.code(f"{type(exc).__name__}: {exc}", language=None, wrap_lines=True)
     st.stop()
+
+if note := sql_cap_note(settings, sizes[conv_id]):
+    st.info(note, icon=":material/database:")
 
 ALL, STEP = P["mode"].options
 mode = st.radio("Run", [ALL, STEP], horizontal=True, key="mode", **URL)
@@ -199,27 +237,16 @@ state = step_state(run, upto)
 shown = run.calls[:upto]
 
 # -- outcome and metrics ---------------------------------------------------------------------------
-if mode == STEP and not state["done"]:
-    st.info(f"Call {upto} of {n_calls}. {state['next']}", icon=":material/footprint:")
-elif run.error is not None:
-    st.error(
-        f"Load failed: PageLoadError at cursor {run.error['cursor']} after "
-        f"{run.error['attempts']} attempt(s); {run.error['loaded']} of {len(run.truth)} messages "
-        f"were loaded before it.",
-        icon=":material/error:",
-    )
-    st.code(failure_message(run), language=None, wrap_lines=True)
+box = outcome(run, state, stepping=mode == STEP)
+if box.kind == "info":
+    st.info(box.headline, icon=":material/footprint:")
+elif box.kind == "error":
+    st.error(box.headline, icon=":material/error:")
 else:
-    st.success(f"Stop reason: {run.stop_reason}", icon=":material/flag:")
-    st.code(explain_stop(run), language=None, wrap_lines=True)
-
-m = st.columns(6)
-m[0].metric("Calls", state["calls"])
-m[1].metric("Retries", state["retries"])
-m[2].metric("Pages", state["pages"])
-m[3].metric("Duplicates skipped", state["duplicates"])
-m[4].metric("Loaded", f"{state['loaded']} / {len(run.truth)}")
-m[5].metric("Virtual time (s)", f"{state['at']:.3f}")
+    st.success(box.headline, icon=":material/flag:")
+if box.detail:
+    st.code(box.detail, language=None, wrap_lines=True)
+show_metrics(run_metrics(run, state))
 
 # -- timeline --------------------------------------------------------------------------------------
 st.subheader("Call timeline")
@@ -234,25 +261,16 @@ st.caption(
 st.subheader("Loaded vs truth")
 if mode == STEP and not state["done"]:
     st.info(
-        f"{state['loaded']} of {len(run.truth)} messages loaded so far; the check against the "
+        f"{state['loaded']:,} of {len(run.truth):,} messages loaded so far; the check against the "
         "truth runs when the load ends (step to the last call, or run all at once)."
     )
 else:
-    lost, repeated = len(run.lost_ids), len(run.repeated_ids)
-    t1, t2, t3 = st.columns(3)
-    t1.metric("Lost", lost)
-    t2.metric("Repeated", repeated)
-    t3.metric("Out of order", "yes" if run.out_of_order else "no")
+    show_metrics(truth_metrics(run) + arrival_metrics(run))
     if run.error is not None:
-        st.warning(
-            f"load_history raised instead of returning a partial history. Below: the "
-            f"{run.error['loaded']} message(s) it had loaded (kept on the error for a resume) "
-            f"against the truth.",
-            icon=":material/difference:",
-        )
+        st.warning(failure_note(run), icon=":material/difference:")
     elif run.ok:
         st.success(
-            f"None lost, none repeated: all {len(run.truth)} messages loaded once, in order."
+            f"None lost, none repeated: all {len(run.truth):,} messages loaded once, in order."
         )
     else:
         st.warning("The load differs from the truth:", icon=":material/difference:")
@@ -291,15 +309,8 @@ download_csv(
 )
 errors = error_table(run, upto)
 if len(errors):
-    st.caption(f"Errors raised by the store ({len(errors)} call(s)), message verbatim:")
+    st.caption(f"Errors raised by the store ({len(errors):,} call(s)), message verbatim:")
     st.dataframe(errors, hide_index=True, **error_table_view(len(errors)))
 
 with st.expander("Reproduce this run in Python"):
-    st.code(
-        f"clock = VirtualClock()\n"
-        f"store = FlakyStore(PagedStore(messages, {int(page_size)}), {fault_config!r}, clock=clock)\n"
-        f"messages = load_history(store, attempts={load[0]}, base_delay={load[1]}, "
-        f"max_delay={load[2]}, deadline={load[3]}, empty_page_ends={load[4]},\n"
-        f"                        sleep=clock.sleep, clock=clock, random=store.rng_for_jitter())",
-        language="python",
-    )
+    st.code(reproduce_code(settings), language="python")

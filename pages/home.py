@@ -9,6 +9,7 @@ from convmem_dashboard.data import (
     register_upload,
     upload_skipped,
 )
+from convmem_dashboard.db_panel import database_panel
 from convmem_dashboard.entry import require_entry
 from convmem_dashboard.selection import conversation_picker
 from convmem_dashboard.view_home import (
@@ -43,6 +44,7 @@ st.metric("Dataset", dataset.label)
 for col, metric in zip(st.columns(4), dataset_metrics(dataset.conversations)):
     col.metric(metric.label, metric.value, help=metric.help)
 st.caption(f"Source: {dataset.note}. Pick another dataset in the sidebar.")
+database_panel(dataset.key, dataset.conversations)
 
 st.subheader("Conversation in use")
 conv_id = conversation_picker(dataset)
@@ -97,8 +99,8 @@ st.file_uploader(
         "OpenAI Chat Completions or Responses items (JSON, or JSONL with one conversation per "
         "line), Anthropic Messages, LangChain messages_to_dict output, Gemini contents, a "
         "tau-bench run file (rows with `traj`), CSV with columns id, role, tokens[, content], or a "
-        "coding agent's session: Claude Code (~/.claude/projects/*/*.jsonl) or Codex CLI "
-        "(~/.codex/sessions/**/rollout-*.jsonl)."
+        "coding agent's session: Claude Code (`~/.claude/projects/*/*.jsonl`) or Codex CLI "
+        "(`~/.codex/sessions/**/rollout-*.jsonl`)."
     ),
 )
 if error := st.session_state.get("upload_error"):

@@ -11,10 +11,10 @@ import re
 
 import streamlit as st
 
-from convmem import HistorySettings
 from convmem_dashboard import cache_budget as cb
 from convmem_dashboard import clearing_view as cv
 from convmem_dashboard import panel_cost
+from convmem_dashboard import view_token_budget as vm
 from convmem_dashboard.agent_view import add_agent_compactions, compaction_table, has_session, session_caption
 from convmem_dashboard.data import current_dataset
 from convmem_dashboard.entry import require_entry
@@ -23,12 +23,6 @@ from convmem_dashboard.questions import QUESTIONS
 from convmem_dashboard.selection import conversation_picker
 from convmem_dashboard.url_params import PARAMS, POLICIES, TARGET_MODES
 from convmem_dashboard.panel_safe_limit import exact_limit_input, mark_safe_limit, render_safe_limit
-from convmem_dashboard.figures_budget import (
-    comparison_figure,
-    context_window_figure,
-    sweep_figure,
-    totals_figure,
-)
 from convmem_dashboard.tables_budget import (
     comparison_table,
     context_at_step,
@@ -56,9 +50,6 @@ URL = "query-params"
 #: Ranges, defaults and steps of the URL-bound widgets (shared with the URL sanitizer), and the
 #: option lists POLICIES (History's keyword names) and TARGET_MODES from the same table.
 P = PARAMS
-#: Steps shown by default: all of them up to this many (a long conversation opens on its start,
-#: at full resolution; widen the range to see all of it, downsampled).
-DEFAULT_WINDOW = 2000
 #: Rows of the message table sent to the browser at once (the CSV download has them all).
 TABLE_PAGE_ROWS = 1000
 
@@ -72,26 +63,44 @@ def _drop_if(key: str, bad) -> None:
 def _on_chart_pick() -> None:
     """A click on a drop marker selects that event; a click on the line picks the context step."""
     state = st.session_state.get("tot_pick")
-    points = state.selection.points if state is not None else []
-    for p in points:
-        cd = p.get("customdata")
-        if isinstance(cd, list):
-            cd = cd[0] if cd else None
-        if cd is not None:
-            st.session_state["ev"] = int(cd) + 1
-            return
-        if p.get("x") is not None:
-            st.session_state["ctx_step"] = int(p["x"])
-            return
+    pick = vm.chart_pick(state.selection.points if state is not None else [])
+    if pick is not None and pick.event is not None:
+        st.session_state["ev"] = pick.event + 1
+    elif pick is not None:
+        st.session_state["ctx_step"] = pick.step
 
 
 def _on_sweep_pick() -> None:
     """A click on a point of the limit sweep sets the limit to that point's."""
     state = st.session_state.get("sweep_pick")
-    for p in state.selection.points if state is not None else []:
-        if p.get("x") is not None:
-            st.session_state["limit"] = int(p["x"])
-            return
+    limit = vm.sweep_pick(state.selection.points if state is not None else [])
+    if limit is not None:
+        st.session_state["limit"] = limit
+
+
+def _step_event(delta: int, count: int) -> None:
+    """Previous / next drop event (the number input keeps the 1-based number)."""
+    current = vm.event_nav(st.session_state.get("ev"), count)
+    if current is not None:
+        st.session_state["ev"] = min(count, max(1, current.index + 1 + delta))
+
+
+def _jump_to_message(index: dict, dropped_at, event_steps) -> None:
+    """Select the drop event that dropped the message whose id was typed."""
+    wanted = (st.session_state.get("ev_msg") or "").strip()
+    st.session_state["_ev_msg_note"] = None
+    if not wanted:
+        return
+    i = index.get(wanted)
+    if i is None:
+        st.session_state["_ev_msg_note"] = f"No message has the id {wanted!r} in this conversation."
+        return
+    k = vm.event_for_message(event_steps, dropped_at[i])
+    if k is None:
+        st.session_state["_ev_msg_note"] = f"Message {wanted!r} (add step {i:,}) is never dropped under these settings."
+        return
+    st.session_state["ev"] = k + 1
+    st.session_state["_ev_msg_note"] = f"Message {wanted!r} (add step {i:,}) was dropped by drop event {k + 1:,}."
 
 
 st.title("Token budget")
@@ -153,6 +162,7 @@ start_on_user = cols[1].toggle(
     "Start on user", False, key="on_user", bind=URL,
     help="After a compaction, drop leading messages until the first non-system one is a user turn.",
 )
+pct = raw_target = raw_budget = None
 with cols[2]:
     tmode = st.radio(
         "Target",
@@ -162,38 +172,48 @@ with cols[2]:
         horizontal=True,
         help="Compaction triggers at the limit and cuts down to the target: fewer, bigger cuts.",
     )
-    target = None
     if tmode == "percent":
         pct = st.slider("Target (% of limit)", *P["tgt"].slider, key="tgt", bind=URL)
-        target = round(limit * pct / 100)
     elif tmode == "tokens":
-        tokens_default = max(bounds.lo, bounds.default // 2)
-        raw = st.number_input("Target (tokens)", min_value=0, value=tokens_default, step=bounds.step, key="tgt_tok", bind=URL)
-        target = min(int(raw), limit)
-        if raw > limit:
-            st.caption(f"Clipped to the limit, {limit:,} tokens.")
-    if target is not None and target >= limit:
-        target = None
+        raw_target = st.number_input(
+            "Target (tokens)", min_value=0, value=vm.target_tokens_default(bounds), step=bounds.step,
+            key="tgt_tok", bind=URL,
+        )
+    target_note = st.empty()
 with cols[3]:
     summaries = st.toggle(
         "Summaries", False, key="sum", bind=URL,
         help="Each compaction folds what it dropped into one extractive summary (convmem.ExtractiveSummarizer).",
     )
-    budget = None
     if summaries:
-        cap = limit if target is None else target
-        sb_default = max(bounds.step, round(bounds.default / 10 / bounds.step) * bounds.step)
         raw_budget = st.number_input(
-            "Summary budget (tokens)", min_value=0, value=sb_default, step=bounds.step, key="sb", bind=URL,
+            "Summary budget (tokens)", min_value=0, value=vm.summary_budget_default(bounds), step=bounds.step,
+            key="sb", bind=URL,
             help="Tokens reserved for the summary: cuts go to target − budget; a longer summary is rejected.",
         )
-        budget = min(int(raw_budget), cap)
-        if raw_budget > cap:
-            st.caption(f"Clipped to the {'target' if target is not None else 'limit'}, {cap:,} tokens.")
+    budget_note = st.empty()
 
-settings = HistorySettings(
-    limit, target, pin_system, pin_latest_user, keep_tool_groups, start_on_user, budget
+derived = vm.settings_a(
+    vm.AControls(
+        limit=limit,
+        target_mode=tmode,
+        target_pct=pct if pct is not None else P["tgt"].default,
+        target_tokens=None if raw_target is None else int(raw_target),
+        pin_system=pin_system,
+        pin_latest_user=pin_latest_user,
+        keep_tool_groups=keep_tool_groups,
+        start_on_user=start_on_user,
+        summaries=summaries,
+        summary_budget=None if raw_budget is None else int(raw_budget),
+    ),
+    bounds,
 )
+settings = derived.settings
+target, budget = settings.target, settings.summary_budget
+if derived.target_note:
+    target_note.caption(derived.target_note)
+if derived.budget_note:
+    budget_note.caption(derived.budget_note)
 # Clearing (context editing): old tool results replaced in place, before any drop.
 ccols = st.columns([2, 2.5, 3, 2.5], vertical_alignment="bottom")
 clearing = ccols[0].toggle(
@@ -214,8 +234,14 @@ if clearing:
     settings = cv.with_clearing(settings, True, clr_trig, clr_keep, clr_min)
 key = dataset.key
 file_stem = re.sub(r"[^A-Za-z0-9_.-]+", "_", conv_id)[:80]
-r = cb.get_replay(key, conv_id, settings)
-arrays = cb.get_arrays(key, conv_id, settings)
+# Progress instead of grey placeholders: a status line while the replay runs (it is cached, so
+# it flashes only on a setting never computed before).
+progress = st.empty()
+with progress.status(f"Replaying {n:,} messages through History…", expanded=False) as status:
+    r = cb.get_replay(key, conv_id, settings)
+    status.update(label="Building the charts' arrays…")
+    arrays = cb.get_arrays(key, conv_id, settings)
+progress.empty()
 stats = r.stats
 
 # ---------------------------------------------------------------------------------------- metrics
@@ -240,28 +266,45 @@ safe = render_safe_limit(key, conv_id, settings, r, lo=bounds.lo, hi=bounds.hi)
 # ------------------------------------------------------------------------------ totals and events
 events = r.compactions
 n_events = len(events)
-nav = st.columns(2)
 if n > 1:
     _drop_if("win", lambda v: not (isinstance(v, (tuple, list)) and len(v) == 2 and 0 <= v[0] <= v[1] <= n - 1))
-    win = nav[0].slider(
-        "Steps shown (add steps)", 0, n - 1, (0, min(n, DEFAULT_WINDOW) - 1), key="win", bind=URL,
-        help="Zoom both charts on a range of adds; large ranges are downsampled.",
+    win = st.slider(
+        "Steps shown (add steps)", 0, n - 1, (0, n - 1), key="win", bind=URL,
+        help="Zoom both charts on a range of adds; large ranges are downsampled (envelope of the totals, "
+        "the biggest drop per bucket).",
     )
 else:
     win = (0, 0)
-selected = None
-if n_events > 1:
+nav = None
+if n_events > 0:
     _drop_if("ev", lambda v: not (isinstance(v, int) and 1 <= v <= n_events))
-    selected = nav[1].slider(
-        "Drop event #", 1, n_events, 1, key="ev", bind=URL,
+    nav = vm.event_nav(st.session_state.get("ev"), n_events)
+    ev_cols = st.columns([1.3, 1.3, 2.2, 3.2], vertical_alignment="bottom")
+    ev_cols[0].button(
+        "◀ Previous", key="ev_prev", on_click=_step_event, args=(-1, n_events), disabled=not nav.has_previous,
+        width="stretch",
+    )
+    ev_cols[1].button(
+        "Next ▶", key="ev_next", on_click=_step_event, args=(1, n_events), disabled=not nav.has_next, width="stretch",
+    )
+    chosen_event = ev_cols[2].number_input(
+        f"Drop event # (1–{n_events:,})", min_value=1, max_value=n_events, value=1, step=1, key="ev", bind=URL,
         help="Which drop event to inspect below; or click a triangle in the chart.",
-    ) - 1
-elif n_events == 1:
-    selected = 0
+    )
+    nav = vm.event_nav(int(chosen_event), n_events)
+    ev_cols[3].text_input(
+        "Jump to the event that dropped message id", key="ev_msg",
+        placeholder=f"a message id, e.g. {(events[0].dropped_ids or [''])[0][:40]}",
+        on_change=_jump_to_message, args=(cb.message_index(key, conv_id), r.dropped_at, events.steps),
+    )
+    note = st.session_state.get("_ev_msg_note")
+    if note:
+        st.caption(note)
+selected = nav.index if nav is not None else None
 
 st.plotly_chart(
     add_agent_compactions(  # a coding-agent session: its own compactions beside convmem's
-        cv.mark_clearings(totals_figure(arrays, start=win[0], stop=win[1], selected=selected), r, win[0], win[1]),
+        cv.mark_clearings(cb.get_totals_figure(key, conv_id, settings, win[0], win[1], selected), r, win[0], win[1]),
         conv, start=win[0], stop=win[1]),
     key="tot_pick",
     on_select=_on_chart_pick,
@@ -281,9 +324,9 @@ else:
     event = events[selected]
     dropped_tokens = sum(d.tokens for d in event.dropped)
     st.text(
-        f"Drop event {selected + 1} of {n_events}: add step {event.step} brought message "
+        f"{nav.label}: add step {event.step:,} brought message "
         f"{event.message_id}; trigger: {event.trigger}; total {event.total_before:,} → "
-        f"{event.total_after:,} tokens; dropped {len(event.dropped)} message(s), {dropped_tokens:,} tokens."
+        f"{event.total_after:,} tokens; dropped {len(event.dropped):,} message(s), {dropped_tokens:,} tokens."
     )
     st.dataframe(
         drop_event_table(event, r.messages), hide_index=True, key="ev_table", **drop_event_view(len(event.dropped))
@@ -296,7 +339,7 @@ else:
             st.code(text, language=None, wrap_lines=True)
 
 st.plotly_chart(
-    context_window_figure(arrays, start=win[0], stop=win[1], selected_step=events[selected].step if selected is not None else None),
+    cb.get_context_figure(key, conv_id, settings, win[0], win[1], events.steps[selected] if selected is not None else None),
     key="ctx_chart",
 )
 st.caption(context_caption(bool((arrays.dropped_at >= 0).any()), bool(arrays.summary_spans)))
@@ -311,7 +354,7 @@ chosen = st.number_input(
 )
 step = default_step if chosen is None else int(chosen)
 context = context_at_step(r, step, arrays)
-st.text(f"After add step {step}: {len(context)} message(s), {sum(x.tokens for x in context):,} tokens.")
+st.text(f"After add step {step:,}: {len(context):,} message(s), {sum(x.tokens for x in context):,} tokens.")
 st.dataframe(context_table(context), hide_index=True, key="ctx_table", **context_view(len(context)))
 download_json(
     "Download this context (JSON)",
@@ -332,7 +375,7 @@ with st.expander("Compare with a second setting (B)", expanded=n <= LAZY_MESSAGE
             "B limit (tokens)", min_value=bounds.lo, value=None, step=1, key="b_limit", bind=URL,
             placeholder=f"same as A ({limit:,})",
         )
-        b_limit = limit if b_limit is None else int(b_limit)
+        b_limit = None if b_limit is None else int(b_limit)
         b_pct = bc[1].slider("B target (% of its limit; 100 = off)", *P["b_tgt"].slider, key="b_tgt", bind=URL)
         b_sum = bc[2].toggle("B summaries", False, key="b_sum", bind=URL, help="Same budget as A's summary budget.")
         b_clr = bc[2].toggle(
@@ -343,14 +386,8 @@ with st.expander("Compare with a second setting (B)", expanded=n <= LAZY_MESSAGE
             "B policies", POLICIES, default=P["b_pol"].default, key="b_pol", bind=URL,
             help="History's keyword options B turns on (A's are the toggles at the top).",
         )
-        b_target = round(b_limit * b_pct / 100) if b_pct < 100 else None
-        b_cap = b_limit if b_target is None else b_target
-        b_budget = None
-        if b_sum:
-            base = budget if budget is not None else max(bounds.step, round(bounds.default / 10 / bounds.step) * bounds.step)
-            b_budget = min(base, b_cap)
-        settings_b = HistorySettings(
-            b_limit, b_target, *(p in b_pol for p in POLICIES), b_budget
+        settings_b = vm.settings_b(
+            vm.BControls(limit=b_limit, target_pct=b_pct, summaries=b_sum, policies=tuple(b_pol)), settings, bounds
         )
         settings_b = cv.with_clearing(
             settings_b, b_clr, settings.clear_trigger, settings.clear_keep, settings.clear_at_least
@@ -359,7 +396,7 @@ with st.expander("Compare with a second setting (B)", expanded=n <= LAZY_MESSAGE
         st.dataframe(comparison_table(stats, stats_b), hide_index=True, key="cmp_table")
         if settings.clear_trigger is not None or b_clr:
             st.dataframe(cv.clearing_comparison_table(stats, stats_b), hide_index=True, key="cmp_clear_table")
-        st.plotly_chart(comparison_figure(stats, stats_b), key="cmp_chart")
+        st.plotly_chart(cb.get_comparison_figure(key, conv_id, settings, settings_b), key="cmp_chart")
         st.caption(
             "Blue = A (the settings above), orange = B; each panel is one metric on its own scale. "
             "Fewer prefix changes means more adds reuse the provider's prompt cache."
@@ -374,7 +411,10 @@ with st.expander("Limit sweep: pick a limit by eye", expanded=n <= LAZY_MESSAGES
                           f"through the current limit; one replay each ({n:,} messages).")
         limits = sweep_grid(bounds.lo, bounds.hi, count, bounds.step, through=limit)
         rows = cb.get_sweep(key, conv_id, settings, limits)
-        st.plotly_chart(mark_safe_limit(sweep_figure(rows, limit), safe), key="sweep_pick", on_select=_on_sweep_pick, selection_mode="points")
+        st.plotly_chart(
+            mark_safe_limit(cb.get_sweep_figure(key, conv_id, settings, limits), safe), key="sweep_pick",
+            on_select=_on_sweep_pick, selection_mode="points",
+        )
         st.caption(
             "The current policies at evenly spaced limits, the current one among them (a target "
             "keeps its % of the limit); the dotted line is the current limit. Look for the knee "

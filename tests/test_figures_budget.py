@@ -404,3 +404,21 @@ def test_a_removed_summary_ends_its_span_and_leaves_the_context():
     for k in range(len(conv.messages)):
         assert tb.context_at_step(r, k, a) == context_at(conv.messages, s, k), k
     assert "removed" in fb.event_hover(r.compactions[[c.step for c in r.compactions].index(step)], 0)
+
+
+def test_thinned_markers_sit_above_the_line_and_count_their_bucket(huge):
+    """Past max_markers the markers leave the line (a strip above it) and each hover counts the
+    events its bucket stands for: the counts add up to every event in the window."""
+    import re
+
+    r, a = huge
+    fig = fb.totals_figure(a, start=1_000, stop=60_000, max_markers=150)
+    marks = _trace(fig, "drop events")
+    line = _trace(fig, "total after add")
+    assert min(marks.y) > max(line.y) and len(marks.x) <= 150
+    counts = [int(re.match(r"([\d,]+) drop event", t).group(1).replace(",", "")) for t in marks.hovertext]
+    in_window = sum(1 for s in r.compactions.steps if 1_000 <= s <= 60_000)
+    assert sum(counts) == in_window
+    for k, text in zip(marks.customdata, marks.hovertext):
+        lo, hi = (int(v.replace(",", "")) for v in re.search(r"add steps ([\d,]+)–([\d,]+)", text).groups())
+        assert lo <= r.compactions.steps[k] <= hi

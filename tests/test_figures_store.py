@@ -125,7 +125,10 @@ def test_page_load_error_is_data_not_an_exception():
     assert explain_stop(run) == text
     assert [c["cursor"] for c in run.calls] == [FIRST_PAGE] * 3
     assert set(call_table(run)["cursor"]) == {FIRST_PAGE}
-    assert truth_table(run)["why"][0] == "not reached: the load raised at the first page"
+    assert truth_table(run)["why"][0] == (
+        "not reached yet: the load raised at the first page; a resume from there loads it"
+    )
+    assert set(truth_table(run)["status"]) == {"not loaded yet"}  # never "lost" (issue 10.4)
     assert step_state(run, 0)["next"] == "The loader will request the first page."
 
 
@@ -333,3 +336,29 @@ def test_call_log_shows_a_dash_not_none_where_there_was_no_backoff():
     view = call_table_view(3)
     assert view["placeholder"] == "–"
     assert view["column_config"]["cursor"]["width"] >= 95  # "(first page)" is not cut
+
+
+def test_coinciding_retries_get_a_count_label():
+    """Issue 10.4: two retries 0.2 ms apart on one request draw as one marker; a "×2" label
+    keeps them countable. Calls far apart or on other requests get no label."""
+    base = {"cursor": "p5", "fault": "", "error": "", "page_size": 0, "new_messages": 0,
+            "duplicates": 0, "next_cursor": ""}
+    calls = [
+        {**base, "index": 0, "request": 1, "attempt": 1, "outcome": "ok", "started_at": 0.0,
+         "delay_after": None, "page_size": 5, "new_messages": 5},
+        {**base, "index": 1, "request": 2, "attempt": 1, "outcome": "transient",
+         "started_at": 0.0, "delay_after": 0.0002},
+        {**base, "index": 2, "request": 2, "attempt": 2, "outcome": "transient",
+         "started_at": 0.0002, "delay_after": 0.5},
+        {**base, "index": 3, "request": 2, "attempt": 3, "outcome": "ok", "started_at": 0.5002,
+         "delay_after": None},
+    ]
+    fig = call_timeline(calls)
+    labels = [t for t in fig.data if t.meta == "coinciding"]
+    assert len(labels) == 1
+    assert list(labels[0].text) == ["×2"]
+    assert (labels[0].x[0], labels[0].y[0]) == (0.0, 2)
+    # request 1's call at t = 0 is on another row: not counted with request 2's
+    assert sum(len(t.x) for t in fig.data if t.mode == "markers") == 4
+    spread = [{**c, "started_at": c["index"] * 1.0} for c in calls]
+    assert not [t for t in call_timeline(spread).data if t.meta == "coinciding"]

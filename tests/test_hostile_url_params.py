@@ -184,7 +184,8 @@ def test_sanitize_never_raises_keeps_only_valid_values_and_is_idempotent(query):
 PAGE_KEYS = {
     "pages/home.py": ["data", "conv"],
     "pages/flaky_store.py": ["data", "conv", "rate", "burst", "seed", "rep", "cyc", "wrap", "empty", "psize",
-                             "overlap", "tries", "base", "maxd", "dl", "epe", "mode", "step", "truth_all"],
+                             "overlap", "tries", "base", "maxd", "dl", "epe", "mode", "step", "truth_all",
+                             "store", "arr", "arr_at", "hwm"],
     "pages/token_budget.py": ["data", "conv", "limit", "pin_sys", "pin_user", "tools", "on_user", "tmode", "tgt",
                               "tgt_tok", "sum", "sb", "win", "ev", "ctx_step", "cmp", "b_limit", "b_tgt", "b_sum",
                               "b_pol", "sweep", "sw_n", "pg", "cp", "cp_in", "cp_read", "cp_write", "cp_min",
@@ -193,7 +194,8 @@ PAGE_KEYS = {
 }
 #: Values that open the widgets shown only under another setting (target, budget, B, step mode).
 GATES = [
-    {"tmode": "percent", "sum": "true", "cmp": "true", "sweep": "true", "mode": "Step by step"},
+    {"tmode": "percent", "sum": "true", "cmp": "true", "sweep": "true", "mode": "Step by step",
+     "store": "SQLite store (keyset cursors)", "clr": "true"},
     {"tmode": "tokens", "sum": "true"},
 ]
 

@@ -67,6 +67,9 @@ def test_agent_session_page_without_sessions_says_where_to_get_one():
     at.switch_page("pages/agent_session.py")
     ok(at.run())
     assert any("holds no coding-agent session" in i.value for i in at.info)
+    # the paths are code, so Markdown keeps their ~ and * (it struck them out as ~...~ and *...*)
+    assert any("`~/.claude/projects/*/*.jsonl`" in i.value
+               and "`~/.codex/sessions/**/rollout-*.jsonl`" in i.value for i in at.info)
 
 
 def test_follow_a_file_being_written(tmp_path):

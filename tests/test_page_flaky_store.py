@@ -74,11 +74,16 @@ def assert_clean(at: AppTest) -> None:
 
 def assert_numbers(at: AppTest, report, conv) -> None:
     shown = metrics(at)
-    assert shown["Calls"] == str(len(report.calls))
-    assert shown["Retries"] == str(report.retries)
-    assert shown["Pages"] == str(report.pages)
-    assert shown["Duplicates skipped"] == str(report.duplicates_skipped)
-    assert shown["Loaded"] == f"{report.messages_loaded} / {len(conv.messages)}"
+    assert shown["Calls"] == f"{len(report.calls):,}"
+    assert shown["Retries"] == f"{report.retries:,}"
+    assert shown["Pages"] == f"{report.pages:,}"
+    assert shown["Duplicates skipped"] == f"{report.duplicates_skipped:,}"
+    assert shown[loaded_label(conv)] == f"{report.messages_loaded:,}"
+
+
+def loaded_label(conv) -> str:
+    """The Loaded metric's label: it names the truth's size (units in the label, value short)."""
+    return f"Loaded (of {len(conv.messages):,} messages)"
 
 
 def test_first_load_shows_a_clean_run_with_retries_and_duplicates(default_conv):
@@ -186,6 +191,24 @@ def test_page_load_error_is_a_readable_message_not_a_traceback(default_conv):
     assert list(errors.value["error"]) == [c.error for c in report.calls]
 
 
+def test_page_load_error_never_says_lost(default_conv):
+    """Issue 10.4: a load that raised lost nothing: the page says what it loaded before the
+    failure and the cursor to resume from, and no metric or status says "lost"."""
+    at = open_page({"burst": "5", "seed": "0"})
+    assert_clean(at)
+    _report, _loaded, error, _diff = direct(default_conv, burst_length=5, seed=0)
+    shown = metrics(at)
+    assert "Lost" not in shown
+    assert shown["Loaded before the failure"] == f"{len(error.loaded):,}"
+    assert shown["Not loaded yet"] == f"{len(default_conv.messages) - len(error.loaded):,}"
+    assert f"resume from cursor {error.cursor}" in at.error[0].value
+    assert "Nothing is lost" in at.error[0].value
+    not_yet = next(d.value for d in at.dataframe if "status" in d.value.columns)
+    assert set(not_yet["status"]) == {"not loaded yet"}
+    assert len(not_yet) == len(default_conv.messages) - len(error.loaded)
+    assert not any("lost" in w.value.lower().replace("nothing is lost", "") for w in at.warning)
+
+
 def test_page_load_error_mid_load_reports_what_was_loaded(default_conv):
     # A burst as long as the attempts exhausts the first call it hits; with seed 0 that is mid-load.
     at = open_page({"burst": "5", "seed": "0"})
@@ -194,8 +217,8 @@ def test_page_load_error_mid_load_reports_what_was_loaded(default_conv):
     assert error is not None and 0 < len(error.loaded) < len(default_conv.messages)
     assert f"PageLoadError at cursor {error.cursor} after 5 attempt(s)" in at.error[0].value
     assert f"{len(error.loaded)} of {len(default_conv.messages)} messages" in at.error[0].value
-    assert metrics(at)["Loaded"] == f"{len(error.loaded)} / {len(default_conv.messages)}"
-    assert metrics(at)["Lost"] == str(len(default_conv.messages) - len(error.loaded))
+    assert metrics(at)[loaded_label(default_conv)] == f"{len(error.loaded):,}"
+    assert metrics(at)["Not loaded yet"] == f"{len(default_conv.messages) - len(error.loaded):,}"
 
 
 def test_deadline_failure(default_conv):
@@ -231,7 +254,7 @@ def test_step_mode_walks_the_call_log(default_conv):
         prefix = calls[:expected]
         assert shown["Retries"] == str(sum(c.delay_after is not None for c in prefix))
         assert shown["Pages"] == str(sum(c.outcome == "ok" for c in prefix))
-        assert shown["Loaded"] == f"{sum(c.new_messages for c in prefix)} / {len(default_conv.messages)}"
+        assert shown[loaded_label(default_conv)] == f"{sum(c.new_messages for c in prefix):,}"
     button(at, "◀ Previous call").click().run()
     assert metrics(at)["Calls"] == "3"
     # The last call: the stop reason and the truth check appear.

@@ -175,7 +175,7 @@ def test_drop_event_selection_and_context_step(default_conv):
     at = open_page()
     limit = at.slider(key="limit").value
     r = replay(default_conv.messages, HistorySettings(limit))
-    at.slider(key="ev").set_value(3).run()
+    at.number_input(key="ev").set_value(3).run()
     event = r.compactions[2]
     assert any(t.value.startswith(f"Drop event 3 of {len(r.compactions)}: add step {event.step} ") for t in ok(at).text)
     tables = [d.value for d in at.dataframe if list(d.value.columns)[:2] == ["id", "role"]]
@@ -288,3 +288,42 @@ def test_b_policies_on_their_own_row_and_preview_columns_wide(default_conv):
         assert proto.row_height > 64, key  # Streamlit wraps text cells only in rows over 4rem
         order = list(proto.column_order)
         assert "preview" in order and order.index("preview") <= 6, (key, order)
+
+
+def test_drop_event_navigation_previous_next_and_jump_to_a_message_id(default_conv):
+    at = open_page()
+    limit = at.slider(key="limit").value
+    r = replay(default_conv.messages, HistorySettings(limit))
+    n_events = len(r.compactions)
+    assert n_events >= 3
+
+    def shown() -> str:
+        return next(t.value for t in ok(at).text if t.value.startswith("Drop event "))
+
+    assert shown().startswith(f"Drop event 1 of {n_events}: ")
+    assert at.button(key="ev_prev").disabled and not at.button(key="ev_next").disabled
+    at.button(key="ev_next").click().run()
+    assert shown().startswith(f"Drop event 2 of {n_events}: add step {r.compactions[1].step} ")
+    at.button(key="ev_prev").click().run()
+    assert shown().startswith(f"Drop event 1 of {n_events}: ")
+    # the event that dropped a given message, by its id (the URL keeps the event number)
+    target = r.compactions[2].dropped_ids[0]
+    at.text_input(key="ev_msg").set_value(target).run()
+    assert shown().startswith(f"Drop event 3 of {n_events}: add step {r.compactions[2].step} ")
+    assert at.number_input(key="ev").value == 3 and at.query_params["ev"] in ("3", ["3"])
+    assert any(f"Message '{target}'" in c.value and "drop event 3" in c.value for c in at.caption)
+    # an unknown id and a message never dropped are said so; the selection stays
+    at.text_input(key="ev_msg").set_value("no-such-id").run()
+    assert any("No message has the id 'no-such-id'" in c.value for c in at.caption)
+    kept = next(m.id for m, d in zip(r.messages, r.dropped_at) if d is None)
+    at.text_input(key="ev_msg").set_value(kept).run()
+    assert any(f"Message '{kept}'" in c.value and "never dropped" in c.value for c in at.caption)
+    assert shown().startswith(f"Drop event 3 of {n_events}: ")
+    # the last event disables "Next"
+    at.number_input(key="ev").set_value(n_events).run()
+    assert at.button(key="ev_next").disabled and not at.button(key="ev_prev").disabled
+
+
+def test_steps_shown_default_to_the_whole_conversation(default_conv):
+    at = open_page()
+    assert at.slider(key="win").value == (0, len(default_conv.messages) - 1)

@@ -329,3 +329,76 @@ def test_plain_sweep_two_pointer_equals_history(toks, limit, target_ratio, limit
     for row in sweep_limits(msgs, base, limits):
         t = target if target is None or not limit else min(row.limit, round(target * row.limit / limit))
         assert row.stats == replay(msgs, HistorySettings(row.limit, t)).stats
+
+
+@pytest.mark.parametrize("approximate", [False, True])
+def test_extractive_summed_line_counts_equal_whole_text_counts(approximate):
+    """With convmem's own counters the summary's tokens are summed from its lines: every summary
+    of a replay equals (content and tokens) the one counting the whole text each time."""
+    from convmem.tokens import make_counter
+
+    count = make_counter(approximate=approximate, per_message_overhead=0).count_text
+    msgs = generate_conversation(1_500, seed=3).messages
+    summed = ExtractiveSummarizer(max_tokens=300, count_tokens=count)
+    whole = ExtractiveSummarizer(max_tokens=300, count_tokens=count, additive=False)
+    assert summed.additive is None and whole.additive is False
+    prev_s = prev_w = None
+    made = 0
+    for i in range(0, len(msgs), 7):
+        batch = msgs[i : i + 7]
+        prev_s, prev_w = summed(prev_s, batch), whole(prev_w, batch)
+        assert prev_s == prev_w
+        assert prev_s.tokens == count(prev_s.content) <= 300
+        made += 1
+    assert made > 200 and prev_s.content.count("\n") > 5
+
+
+@settings(max_examples=150, deadline=None)
+@given(
+    st.lists(
+        st.lists(st.text(alphabet="ab c.\n?…:1", min_size=0, max_size=50), min_size=1, max_size=4),
+        min_size=1,
+        max_size=12,
+    ),
+    st.integers(4, 80),
+)
+def test_extractive_summed_counts_hold_for_any_text(batches, max_tokens):
+    """Punctuation, digits and line breaks at the joins: summing never differs from counting."""
+    from convmem.tokens import make_counter
+
+    count = make_counter(per_message_overhead=0).count_text
+    summed = ExtractiveSummarizer(max_tokens=max_tokens, count_tokens=count)
+    whole = ExtractiveSummarizer(max_tokens=max_tokens, count_tokens=count, additive=False)
+    prev_s = prev_w = None
+    step = 0
+    for batch in batches:
+        dropped = []
+        for text in batch:
+            step += 1
+            dropped.append(Message(f"m{step}", "user", 1, content=text or None))
+        prev_s, prev_w = summed(prev_s, dropped), whole(prev_w, dropped)
+        assert prev_s == prev_w
+        assert prev_s.tokens == count(prev_s.content)
+
+
+def test_extractive_reads_back_a_summary_it_did_not_make_last():
+    """A previous summary other than the last one made (History rejected the newer) is read back
+    from its text: the result is what a fresh summarizer makes from it."""
+    s = ExtractiveSummarizer(max_tokens=30, count_tokens=words)
+    first = s(None, [Message("u1", "user", 5, content="alpha beta")])
+    s(first, [Message("u2", "user", 5, content="gamma delta")])  # made, then (say) rejected
+    again = s(first, [Message("u3", "user", 5, content="epsilon")])
+    fresh = ExtractiveSummarizer(max_tokens=30, count_tokens=words)
+    fresh.calls = 2
+    assert again == fresh(first, [Message("u3", "user", 5, content="epsilon")])
+    assert again.content == "Earlier: user: alpha beta\nuser: epsilon"
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.text(alphabet="ab \n\t.", max_size=200), st.integers(8, 40))
+def test_clip_reads_a_prefix_but_equals_collapsing_the_whole_text(text, max_chars):
+    from convmem.summarizers import _clip
+
+    whole = " ".join(text.split())
+    expected = whole if len(whole) <= max_chars else whole[: max_chars - 1].rstrip() + "…"
+    assert _clip(text, max_chars) == expected
