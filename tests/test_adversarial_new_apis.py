@@ -199,3 +199,23 @@ def test_codex_malformed_usage_is_noted_with_its_field():
         "payload.info.last_token_usage.cached_input_tokens",
         "payload.info.last_token_usage.output_tokens",
     ]
+
+
+# -- dashboard database source: a password in the query string is never shown ------------------
+
+from convmem_dashboard.db_source import _scrub, parse_database_url  # noqa: E402
+
+
+def test_a_password_in_the_query_string_is_hidden_like_the_password():
+    # libpq takes ?password= (and ?sslpassword=); before, both were shown as typed.
+    source = parse_database_url("postgresql://agent@db.internal/memory?password=hunter2&sslpassword=zz9")
+    assert "hunter2" not in source.shown and "zz9" not in source.shown
+    assert "hunter2" not in repr(source)
+    assert source.shown == "postgresql+psycopg://agent@db.internal/memory?password=***&sslpassword=***"
+    # The real values stay on the server, for the connection.
+    assert source.url.query["password"] == "hunter2"
+    # The link key does not depend on the secret.
+    other = parse_database_url("postgresql://agent@db.internal/memory?password=other&sslpassword=x")
+    assert source.key == other.key
+    assert _scrub('FATAL: password "hunter2" / key zz9 rejected', source.url) == (
+        'FATAL: password "***" / key *** rejected')
