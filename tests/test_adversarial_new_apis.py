@@ -219,3 +219,22 @@ def test_a_password_in_the_query_string_is_hidden_like_the_password():
     assert source.key == other.key
     assert _scrub('FATAL: password "hunter2" / key zz9 rejected', source.url) == (
         'FATAL: password "***" / key *** rejected')
+
+
+# -- replay / safe limit / cost sweep: an iterator of messages is named, not len()'d ------------
+
+from convmem import smallest_safe_limit  # noqa: E402
+
+
+@pytest.mark.parametrize("call", [
+    lambda ms: replay(ms, HistorySettings(limit=10)),
+    lambda ms: smallest_safe_limit(ms),
+    lambda ms: sweep_limit_costs(ms, HistorySettings(limit=10), [10], _PRICING),
+])
+def test_an_iterator_of_messages_is_refused_naming_messages(call):
+    messages = [Message(f"m{i}", "user", 5) for i in range(4)]
+    # Before: "object of type 'list_iterator' has no len()" after the check had used it up.
+    with pytest.raises(TypeError, match="messages must be a sequence .*list_iterator"):
+        call(iter(messages))
+    with pytest.raises(TypeError, match="messages must be a sequence .*str"):
+        call("m0m1")
