@@ -238,3 +238,43 @@ def test_an_iterator_of_messages_is_refused_naming_messages(call):
         call(iter(messages))
     with pytest.raises(TypeError, match="messages must be a sequence .*str"):
         call("m0m1")
+
+
+# -- dashboard: a failed attempt at a database never evicts the one that works -------------------
+
+
+def test_a_failed_register_keeps_the_working_database(tmp_path, monkeypatch):
+    from convmem_dashboard import data
+    from convmem_dashboard.db_source import DatabaseSourceError
+
+    path = tmp_path / "agent.sqlite"
+    SQLStore(f"sqlite:///{path}").append("c1", _conversation())
+    data._databases().clear()
+    data._read_database.clear()
+    key = data.register_database(str(path))
+    working = data.database_source(key)
+    assert working is not None
+
+    # The same database (same key) typed again, and this time the connection fails (a wrong
+    # password, a server down): before, the registration that worked was dropped, and while the
+    # read was cached a wrong password replaced it silently.
+    from sqlalchemy import exc as sa_exc
+
+    from convmem_dashboard import db_source
+
+    class Refusing:  # an engine whose server refuses the login
+        def connect(self):
+            raise sa_exc.OperationalError("connect", {}, Exception("password authentication failed"))
+
+        def dispose(self):
+            pass
+
+    def refuse(*args, **kwargs):
+        return Refusing()
+
+    monkeypatch.setattr(db_source.sa, "create_engine", refuse)
+    with pytest.raises(DatabaseSourceError, match="password authentication failed"):
+        data.register_database(str(path))
+    assert data.database_source(key) is working
+    data._databases().clear()
+    data._read_database.clear()
