@@ -7,7 +7,7 @@
 * :func:`context_at_step` / :func:`context_records` / :func:`context_json`: the exact context after
   any add, rebuilt from the replay in O(n) without replaying (checked against
   :func:`convmem.context_at` in the tests), as OpenAI-like JSON.
-* :func:`limit_bounds`, :func:`sweep_grid`, :func:`default_conversation`: widget ranges and defaults
+* :func:`limit_bounds`, :func:`sweep_grid`: widget ranges and defaults
   derived from the conversation's size.
 """
 
@@ -43,7 +43,6 @@ __all__ = [
     "limit_bounds",
     "nice_step",
     "sweep_grid",
-    "default_conversation",
     "context_caption",
     "step_placeholder",
     "summary_outcome_text",
@@ -331,14 +330,6 @@ def sweep_grid(lo: int, hi: int, count: int, step: int = 1, through: int | None 
     anchor = lo if through is None else min(max(int(through), lo), hi)
     first = anchor - ((anchor - lo) // spacing) * spacing
     return tuple(range(first, hi + 1, spacing))[:count]
-
-
-def default_conversation(conversations: Sequence[Conversation], first: int = 10) -> str | None:
-    """The id of the conversation with the most tokens among the first ``first`` (None if empty)."""
-    head = list(conversations[:first])
-    if not head:
-        return None
-    return max(head, key=lambda c: c.total_tokens).id  # the first of equals
 
 
 # -------------------------------------------------------------------------------------- words

@@ -322,9 +322,6 @@ def test_limit_bounds_and_grid():
             assert lo <= grid[0] < lo + gap and hi - gap < grid[-1] <= hi  # the whole range
             if through is not None and through % step == 0:
                 assert all(x % step == 0 for x in grid)
-    convs = load_conversations(SAMPLE)
-    best = tb.default_conversation(convs)
-    assert best == max(convs[:10], key=lambda c: c.total_tokens).id
 
 
 # ------------------------------------------------------------------- review fixes (layout, words)

@@ -194,8 +194,8 @@ def test_why_table_view_wraps_the_sentence_after_the_counts_it_explains():
     shown = dropped_table_view(len(table))
     order = shown["column_order"]
     assert sorted(order) == sorted(table.columns)
-    # the key columns come first, in a 1280-px window: counts, then the sentence, then details
-    key = ["#", "conversation", "fate", "released", "shared with newer", "why"]
+    # the columns that answer "why" come first (issue 10 item 5), then the details
+    key = ["#", "why", "count before -> after", "released", "shared with newer", "fate"]
     assert order[:6] == key
     assert shown["column_config"]["why"]["width"] == "large"
     assert shown["row_height"] == WRAP_ROW_PX > 64  # Streamlit wraps text only in rows over 4rem

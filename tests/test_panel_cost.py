@@ -19,7 +19,7 @@ from convmem import (
     sweep_limit_costs,
 )
 from convmem_dashboard.figures_cost import CACHE_COLORS, cache_steps_figure, sweep_cost_figure
-from convmem_dashboard.tables_budget import default_conversation
+from convmem_dashboard.choices import default_conversation_id as default_conversation
 from convmem_dashboard.tables_cost import (
     COST_COLUMNS,
     PRICE_KEYS,

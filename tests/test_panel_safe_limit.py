@@ -5,12 +5,15 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import re
+
 import pytest
 
 from convmem import HistorySettings, Message, explain_safe_limit, load_conversations, replay
 from convmem_dashboard.panel_safe_limit import mark_safe_limit, protected_status, safe_limit_caption
 from convmem_dashboard.figures_budget import sweep_figure
-from convmem_dashboard.tables_budget import default_conversation, limit_bounds
+from convmem_dashboard.choices import default_conversation_id as default_conversation
+from convmem_dashboard.tables_budget import limit_bounds
 from apptest_support import dashboard_app, metrics, ok
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -38,8 +41,10 @@ def open_page(query: dict | None = None):
 
 
 def caption_with(at, text: str) -> str:
-    found = [c.value for c in at.caption if text in c.value]
-    assert found, [c.value for c in at.caption]
+    """The caption holding ``text``, Markdown escapes removed (captions escape user text)."""
+    shown = [re.sub(r"\\(.)", r"\1", c.value) for c in at.caption]
+    found = [c for c in shown if text in c]
+    assert found, shown
     return found[0]
 
 
