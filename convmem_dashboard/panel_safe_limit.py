@@ -24,6 +24,7 @@ from dataclasses import dataclass
 import plotly.graph_objects as go
 import streamlit as st
 
+from convmem_dashboard.data import md_escape
 from convmem import ExtractiveSummarizer, HistorySettings, Message, Replay, SafeLimit, explain_safe_limit
 
 __all__ = [
@@ -226,7 +227,9 @@ def render_safe_limit(
         "policies above (convmem.smallest_safe_limit, one pass).",
     )
     status = protected_status(r, protect)
-    st.caption(safe_limit_caption(got) + f" Current limit {settings.limit:,} tokens: {status.text}.")
+    # md_escape: the caption names a message id from the user's file, shown literally
+    st.caption(md_escape(safe_limit_caption(got) + f" Current limit {settings.limit:,} tokens: "
+                         f"{status.text}."))
     if got.limit != settings.limit and lo <= got.limit and (hi is None or got.limit <= hi):
         cols[2].button("Use this limit", key="sl_use", on_click=_use, args=(got.limit, limit_key))
     return got
