@@ -41,7 +41,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 
 from .errors import SummarizerError
-from .message import Message
+from .message import Message, check_text
 from .outcomes import DropReason
 
 __all__ = [
@@ -237,6 +237,9 @@ class ClearToolUses:
             raise TypeError(f"ClearToolUses exclude_tools must be a tuple of str, got {tools!r}")
         if not isinstance(self.placeholder, str):
             raise TypeError(f"ClearToolUses placeholder must be a str, got {self.placeholder!r}")
+        # The placeholder becomes a Message's content: a lone surrogate would fail in the middle
+        # of History.add, naming Message.content; name the field here instead.
+        check_text("ClearToolUses placeholder", self.placeholder)
 
 
 @dataclass(frozen=True, slots=True)
@@ -314,6 +317,25 @@ class Clearing:
     def freed_tokens(self) -> int:
         """Tokens this clearing freed: ``total_before - total_after``."""
         return self.total_before - self.total_after
+
+
+_SLOTS = [Message.__dict__[n].__set__ for n in ("id", "role", "tokens", "content", "tool_call_ids", "tool_call_id")]
+
+
+def _edited(m: Message, tokens: int, content: str | None) -> Message:
+    """``m`` with new ``tokens`` and ``content`` (a cleared message), built without re-running
+    Message's checks: every other field is ``m``'s own, tokens is in ``[0, m.tokens]`` or the
+    placeholder's checked count, and the content is checked text (about 4x cheaper than
+    ``Message(...)``, on the path of every clearing)."""
+    obj = object.__new__(Message)
+    s_id, s_role, s_tokens, s_content, s_calls, s_call = _SLOTS
+    s_id(obj, m.id)
+    s_role(obj, m.role)
+    s_tokens(obj, tokens)
+    s_content(obj, content)
+    s_calls(obj, m.tool_call_ids)
+    s_call(obj, m.tool_call_id)
+    return obj
 
 
 # A kept message is the tuple ``(seq, message)``: cheap to make, compared by identity where needed.
@@ -701,6 +723,19 @@ class History:
                 f"{'kept' if message_id in ids else 'the id of the summary in place'}; ids must be "
                 f"unique among the messages kept (SPEC §2)"
             )
+        think = 0
+        if self._clear_thinking is not None and message.role == "assistant":
+            # Checked before anything changes (nothing changes on a raise).
+            think = self._thinking.get(message_id, 0)
+            if isinstance(think, bool) or not isinstance(think, int):
+                raise TypeError(
+                    f"History thinking[{message_id!r}] must be an int of thinking tokens (not bool), "
+                    f"got {think!r:.200}"
+                )
+            if think < 0:
+                raise ValueError(
+                    f"History thinking[{message_id!r}] must be >= 0 thinking tokens, got {think!r}"
+                )
         step = self._step
         self._step = step + 1
         if self._plain:
@@ -797,7 +832,7 @@ class History:
         total = self._total = self._total + message.tokens
         self._kept_count += 1
         if self._clear_thinking is not None and role == "assistant":
-            think = min(self._thinking.get(message_id, 0), message.tokens)
+            think = min(think, message.tokens)
             if think > 0:
                 freed = self._think_pass(item, think, step)
                 peak -= freed
@@ -912,7 +947,7 @@ class History:
             m = x[1]
             if self._excluded(m):
                 continue  # never cleared; older than every result still queued (leaves for good)
-            x[1] = Message(m.id, m.role, ph_tokens, content=ph, tool_call_id=m.tool_call_id)
+            x[1] = _edited(m, ph_tokens, ph)
             self._originals[m.id] = m
             self._total += ph_tokens - m.tokens
             cleared.append(ClearedMessage(m.id, m.role, m.tokens, ph_tokens, x[0]))
@@ -938,8 +973,7 @@ class History:
             if t is None:
                 continue  # dropped while waiting
             m = x[1]
-            x[1] = Message(m.id, m.role, m.tokens - t, content="" if t == m.tokens else m.content,
-                           tool_call_ids=m.tool_call_ids)
+            x[1] = _edited(m, m.tokens - t, "" if t == m.tokens else m.content)
             self._originals[m.id] = m
             self._total -= t
             cleared.append(ClearedMessage(m.id, m.role, m.tokens, m.tokens - t, x[0]))

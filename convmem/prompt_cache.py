@@ -90,7 +90,8 @@ class CachePricing:
         source: where the numbers come from (a URL and the date read).
 
     Raises ValueError naming the field when a price is negative or not finite, ``min_cacheable``
-    is negative or ``increment`` is below 1; TypeError when a count is not an int.
+    is negative or ``increment`` is below 1; TypeError when a count is not an int or ``provider`` /
+    ``source`` is not a str.
     """
 
     provider: str
@@ -102,6 +103,10 @@ class CachePricing:
     source: str = ""
 
     def __post_init__(self) -> None:
+        for name in ("provider", "source"):
+            value = getattr(self, name)
+            if not isinstance(value, str):
+                raise TypeError(f"CachePricing.{name} must be a str, got {value!r:.200}")
         for name in ("input_per_mtok", "cached_per_mtok", "write_per_mtok"):
             value = getattr(self, name)
             if isinstance(value, bool) or not isinstance(value, (int, float)):
@@ -199,8 +204,18 @@ def cache_accounting(sent: Sequence[int], prefix: Sequence[int], pricing: CacheP
     unchanged since request ``s - 1`` (0 for the first). A request of at least
     ``pricing.min_cacheable`` tokens writes everything after its served prefix to the cache (the
     breakpoint at the end of the prompt, the usual way to cache a growing conversation); a shorter
-    one is sent uncached. Raises ValueError when the lengths differ or a prefix exceeds its request.
+    one is sent uncached. Raises ValueError when the lengths differ or a prefix exceeds its request,
+    TypeError (naming the field and the position) when pricing is not a CachePricing or a count is
+    not an int.
     """
+    if not isinstance(pricing, CachePricing):
+        raise TypeError(f"cache_accounting pricing must be a CachePricing, got {pricing!r:.200}")
+    for name, values in (("sent", sent), ("prefix", prefix)):
+        if not isinstance(values, Sequence) or isinstance(values, (str, bytes)):
+            raise TypeError(f"cache_accounting {name} must be a sequence of int tokens, got {values!r:.200}")
+        for s, value in enumerate(values):
+            if isinstance(value, bool) or not isinstance(value, int):
+                raise TypeError(f"cache_accounting {name}[{s}] must be an int (tokens), got {value!r:.200}")
     if len(sent) != len(prefix):
         raise ValueError(f"cache_accounting sent and prefix must have the same length, got {len(sent)} and {len(prefix)}")
     served = pricing.served
@@ -225,6 +240,8 @@ def cache_accounting(sent: Sequence[int], prefix: Sequence[int], pricing: CacheP
 def prompt_cache(result: Replay, pricing: CachePricing) -> PromptCache:
     """The per-request cache accounting of a replay (:func:`unchanged_prefix_tokens` +
     :func:`cache_accounting`). O(n)."""
+    if not isinstance(result, Replay):
+        raise TypeError(f"prompt_cache result must be a Replay (convmem.replay), got {result!r:.200}")
     return cache_accounting(result.totals, unchanged_prefix_tokens(result), pricing)
 
 
@@ -299,7 +316,16 @@ def unchanged_prefix_tokens(
     changes: dict[int, list[tuple[str, int]]] = {}
     for clearing in getattr(result, "clearings", ()):
         changes.setdefault(clearing.step, []).extend((c.id, c.tokens_after) for c in clearing.cleared)
+    if edits is not None and not isinstance(edits, Mapping):
+        raise TypeError(f"unchanged_prefix_tokens edits must be a mapping step -> messages, got {edits!r:.200}")
     for step, edited_messages in (edits or {}).items():
+        if isinstance(step, bool) or not isinstance(step, int) or not 0 <= step < n:
+            raise ValueError(f"unchanged_prefix_tokens edits has step {step!r:.200}, not a step in [0, {n})")
+        if isinstance(edited_messages, (str, bytes)) or not isinstance(edited_messages, Sequence):
+            raise TypeError(f"unchanged_prefix_tokens edits[{step}] must be a list of Message, got {edited_messages!r:.200}")
+        for m in edited_messages:
+            if not isinstance(m, Message):
+                raise TypeError(f"unchanged_prefix_tokens edits[{step}] holds {m!r:.200}, not a Message")
         changes.setdefault(step, []).extend((m.id, m.tokens) for m in edited_messages)
     edits = changes
     index = {m.id: i for i, m in enumerate(result.messages)} if edits else {}
@@ -406,6 +432,10 @@ def sweep_limit_costs(
     ``thinking`` are passed to replay.
     """
     _check_messages(messages)
+    if not isinstance(pricing, CachePricing):
+        raise TypeError(f"sweep_limit_costs pricing must be a CachePricing, got {pricing!r:.200}")
+    if isinstance(limits, (str, bytes)) or not isinstance(limits, Sequence):
+        raise TypeError(f"sweep_limit_costs limits must be a sequence of int token limits, got {limits!r:.200}")
     rows = []
     for limit in limits:
         target = settings.target

@@ -29,8 +29,8 @@ How the policies change the answer:
 
 * pins: a pinned class is trivially safe: the answer is 0 (History keeps pinned messages even
   above the limit). With ``pin_latest_user`` a user message protected by id is pinned only while it
-  is the newest; it is dropped when the next user turn arrives if a cut passed over it meanwhile
-  (reason ``pin_moved``), which the need at the step before counts.
+  is the newest; from the next user turn on it is unpinned (a cut that passed over it meanwhile
+  drops it then, reason ``pin_moved``, with a need no larger than the one at that step).
 * ``keep_tool_groups``: results dropped with an older call free their tokens first (see above).
 * ``start_on_user``: never drops a user message (the scan stops at the first one). A non-user
   message with no kept user turn before it is dropped by the scan at any compaction, so for it the
@@ -252,24 +252,21 @@ def explain_safe_limit(messages: Sequence[Message], protect: str = "latest_user"
         return group[i] >= a
 
     def offer_window(into: _Need, a: int, last: int, owner: str, pinned_until: int = -1) -> None:
-        """Needs of message a at steps a..last. While a is pinned (steps < pinned_until) only a
-        cut passing over it counts: it is dropped (pin_moved) when the pin moves. O(last - a)."""
+        """Needs of message a at steps a..last, but not while a is pinned (steps < pinned_until).
+        O(last - a)."""
         newest_older_user = user_before[a]
         base = sys_before[a]
         run = 0
-        passed = False  # an unpinned message after a is in the run (a cut would move past a)
         for j in range(a, last + 1):
             keep = kept_with(a, j)
             if keep:
                 run += messages[j].tokens
-                if j > a and not (pin_system and messages[j].role == "system"):
-                    passed = True
             pin = 0
             if pin_latest_user and newest_older_user >= 0 and next_user[a] > j:
                 pin = messages[newest_older_user].tokens  # the pinned newest user, older than a
             if j < pinned_until:
-                if passed and j == pinned_until - 1:
-                    into.offer(base + pin + run, pinned_until, owner)  # pin_moved at the next turn
+                # Pinned: never cut. A cut that passed over it drops it (pin_moved) when the next
+                # turn arrives, with need(p, k - 1) <= need(p, k), which the unpinned steps offer.
                 continue
             into.offer(base + pin + run, j, owner)
 

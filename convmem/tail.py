@@ -332,7 +332,8 @@ def load_tail(
     Raises:
         TypeError / ValueError: bad History options (as History raises them), bad
             ``system_messages`` (not system messages, repeated ids), ``resume`` in load_options
-            (a tail restarts from the newest page), or as iter_pages.
+            (a tail restarts from the newest page), a pager whose ``newest_first`` is False
+            (ValueError: it pages oldest first), or as iter_pages.
         PageLoadError: a page kept failing (as load_history); nothing partial is returned.
     """
     # History checks limit, target and the flags (errors name them and their values).
@@ -342,6 +343,13 @@ def load_tail(
     )
     if "resume" in load_options:
         raise TypeError("load_tail: resume is not supported (a tail restarts from the newest page)")
+    if getattr(fetch_page, "newest_first", None) is False:
+        # A keyset pager that says it pages oldest first: the tail would keep the oldest
+        # messages as if they were the newest (a silent wrong answer), so refuse it.
+        raise ValueError(
+            f"load_tail: fetch_page must page newest first, got a pager with newest_first=False "
+            f"({type(fetch_page).__name__}); use store.pager(conversation_id, newest_first=True)"
+        )
     systems = None if system_messages is None else _check_system_messages(system_messages)
     if total_messages is not None and (
         isinstance(total_messages, bool) or not isinstance(total_messages, int)

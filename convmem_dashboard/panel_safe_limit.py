@@ -219,7 +219,9 @@ def render_safe_limit(
         protect = picked
     got = _explain(dataset_key, conv_id, settings, protect)
     if isinstance(got, str):
-        st.warning(got)
+        # The message names the id the user typed: shown as plain text, never Markdown.
+        st.warning("No safe limit for this choice:")
+        st.text(got)
         return None
     cols[1 if choice != "message" else 2].metric(
         "Smallest safe limit (tokens)", f"{got.limit:,}",

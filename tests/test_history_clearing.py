@@ -267,3 +267,25 @@ def test_replay_thinking_from_a_responses_conversation():
     assert r.final_context[1].content == "" and r.final_context[4].tokens == tokens["rs_2"]
     (row,) = sweep_limits(c.messages, s, [1000], thinking=thinking)
     assert row.stats == r.stats
+
+
+@pytest.mark.parametrize(
+    "settings",
+    [
+        HistorySettings(300, keep_tool_groups=True, clear_trigger=250, clear_keep=1),
+        HistorySettings(300, clear_trigger=200, clear_keep=2, clear_at_least=90),
+        HistorySettings.all_policies(260, summary_budget=30),
+        HistorySettings(250, 200, True, True, True, True, 20, clear_trigger=120, clear_keep=0),
+    ],
+)
+def test_prompt_cache_prefix_breaks_at_the_first_cleared_message(settings):
+    """The cost view's prefix with clearing equals the brute force over every context_at."""
+    from convmem.prompt_cache import prefix_tokens_of_contexts, unchanged_prefix_tokens
+
+    msgs = [M("s", "system", 30), *tool_turns(6)[1:4], M("u", "user", 40), *tool_turns(6)[4:], M("u2", "user", 90)]
+    msgs[1:1] = [M("u0", "user", 20)]
+    r = replay(msgs, settings)
+    brute = prefix_tokens_of_contexts(context_at(msgs, settings, s) for s in range(len(msgs)))
+    if settings.clear_trigger is not None:
+        assert r.clearings
+    assert unchanged_prefix_tokens(r) == brute  # the default takes the replay's clearings

@@ -195,7 +195,7 @@ PAGE_KEYS = {
 #: Values that open the widgets shown only under another setting (target, budget, B, step mode).
 GATES = [
     {"tmode": "percent", "sum": "true", "cmp": "true", "sweep": "true", "mode": "Step by step",
-     "store": "SQLite store (keyset cursors)"},
+     "store": "SQLite store (keyset cursors)", "clr": "true"},
     {"tmode": "tokens", "sum": "true"},
 ]
 

@@ -91,7 +91,8 @@ def test_url_round_trip_message_id_and_policies(conv):
 
 def test_unknown_message_id_is_a_message_not_a_traceback():
     at = open_page({"sl_p": "message", "sl_id": "no-such-id"})
-    assert any("no-such-id" in w.value for w in at.warning)
+    assert [w.value for w in at.warning] == ["No safe limit for this choice:"]
+    assert any("protect='no-such-id' is no message id" in t.value for t in at.text)
     assert SAFE not in metrics(at)
 
 

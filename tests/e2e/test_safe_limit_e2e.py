@@ -8,9 +8,20 @@ import re
 import pytest
 from e2e_helpers import assert_no_exception, wait_for_app
 
+#: A cold first run of the page (imports, the sample dataset) on a busy machine (ms).
+COLD_MS = 180_000
+
 pytestmark = pytest.mark.e2e
 
 SAFE = "Smallest safe limit (tokens)"
+
+
+def settle(page) -> None:
+    """wait_for_app with room for a busy machine: the run, then the two charts (bounded)."""
+    wait_for_app(page, timeout_ms=COLD_MS)
+    page.wait_for_function(
+        "n => document.querySelectorAll('.js-plotly-plot .main-svg').length >= n", arg=2, timeout=COLD_MS
+    )
 
 
 def safe_limit(page) -> int:
@@ -20,15 +31,15 @@ def safe_limit(page) -> int:
 
 
 def type_limit(page, value: int) -> None:
-    box = page.get_by_label("Exact limit")
+    box = page.get_by_role("spinbutton", name="Exact limit")
     box.fill(str(value))
     box.press("Enter")
-    page.wait_for_url(re.compile(rf"[?&]limit={value}(&|$)"), timeout=15_000)
-    wait_for_app(page, charts=2)
+    page.wait_for_url(re.compile(rf"[?&]limit={value}(&|$)"), timeout=60_000)
+    settle(page)
 
 
 def status(page) -> str:
-    caption = page.locator('[data-testid="stCaptionContainer"]').filter(has_text="Current limit")
+    caption = page.locator('[data-testid="stCaptionContainer"]').filter(has_text=re.compile(r"Current limit [0-9,]+ tokens:"))
     assert caption.count() == 1, f"no status caption on {page.url}"
     return caption.inner_text()
 
@@ -36,7 +47,7 @@ def status(page) -> str:
 def test_exact_limit_flow(page, streamlit_url, screenshot_dir):
     page.set_viewport_size({"width": 1400, "height": 900})
     page.goto(streamlit_url + "/token_budget", wait_until="domcontentloaded")
-    wait_for_app(page, charts=2)
+    settle(page)
     safe = safe_limit(page)
     assert safe > 0
     assert "Decided at add step" in status(page)
@@ -44,8 +55,8 @@ def test_exact_limit_flow(page, streamlit_url, screenshot_dir):
     type_limit(page, safe)
     assert f"Current limit {safe:,} tokens: kept at this limit" in status(page)
     # the slider follows the typed value (off its step grid)
-    thumb = page.locator('[data-testid="stSlider"]').filter(has_text="Limit (tokens)").first.locator('[role="slider"]').first
-    assert (thumb.get_attribute("aria-valuenow") or "").replace(",", "") == str(safe)
+    slider_box = page.locator('[data-testid="stSlider"]').filter(has_text="Limit (tokens)").first
+    assert f"{safe:,}" in slider_box.inner_text() or str(safe) in slider_box.inner_text()
     assert_no_exception(page)
     page.locator('[data-testid="stMetric"]').filter(has_text=SAFE).scroll_into_view_if_needed()
     page.screenshot(path=str(screenshot_dir / "safe_limit_kept_1400x900.png"))
