@@ -10,7 +10,9 @@ import pytest
 from convmem import HistorySettings, Message, explain_safe_limit, load_conversations, replay
 from convmem_dashboard.panel_safe_limit import mark_safe_limit, protected_status, safe_limit_caption
 from convmem_dashboard.figures_budget import sweep_figure
-from convmem_dashboard.tables_budget import default_conversation, limit_bounds
+from convmem_dashboard.choices import default_conversation_id
+from convmem_dashboard.data import md_escape
+from convmem_dashboard.tables_budget import limit_bounds
 from apptest_support import dashboard_app, metrics, ok
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -25,7 +27,7 @@ def conv():
         pytest.skip(f"{SAMPLE} not generated yet (scripts/make_sample_data.py)")
     convs = load_conversations(SAMPLE)
     by_id = {c.id: c for c in convs}
-    return by_id[default_conversation(convs)]
+    return by_id[default_conversation_id(convs)]  # the conversation every page opens on
 
 
 def open_page(query: dict | None = None):
@@ -48,7 +50,7 @@ def test_default_view_shows_the_answer_and_its_step(conv):
     want = explain_safe_limit(conv.messages, "latest_user")
     assert metrics(at)[SAFE] == f"{want.limit:,}"
     text = caption_with(at, "Decided at add step")
-    assert f"add step {want.step:,} by message {want.message_id}" in text
+    assert md_escape(f"add step {want.step:,} by message {want.message_id}") in text  # shown literally
 
 
 def test_exact_input_sets_the_limit_and_the_url(conv):
