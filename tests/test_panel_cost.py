@@ -19,7 +19,7 @@ from convmem import (
     sweep_limit_costs,
 )
 from convmem_dashboard.figures_cost import CACHE_COLORS, cache_steps_figure, sweep_cost_figure
-from convmem_dashboard.tables_budget import default_conversation
+from convmem_dashboard.choices import default_conversation_id
 from convmem_dashboard.tables_cost import (
     COST_COLUMNS,
     PRICE_KEYS,
@@ -124,7 +124,7 @@ def load_sample():
 
 def load_sample_conv():
     convs = load_sample()
-    return next(c for c in convs if c.id == default_conversation(convs))
+    return next(c for c in convs if c.id == default_conversation_id(convs))  # what pages open on
 
 
 def open_page(query: dict | None = None):
