@@ -6,7 +6,7 @@ shape (ids, roles, token counts, tool-call links and names, the agent's compacti
 usage) and nothing of what was said: every message's text becomes ``"[redacted: N tokens]"``
 (N its own token count), each tool call's arguments become ``{"redacted_tokens": N}``, each
 compaction summary ``"[redacted: N tokens]"``; the provider records (which hold the raw text)
-and the values quoted in skip reasons are dropped. Token totals are unchanged, so every budget
+and the values quoted in skip reasons (and the subtypes of ignored records) are dropped. Token totals are unchanged, so every budget
 figure computed from the redacted conversation is the same.
 
 >>> from convmem import Conversation, Message
@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import dataclasses
 import json
+import re
 from collections.abc import Iterable
 from typing import Any
 
@@ -40,12 +41,54 @@ def redact_text(text: str | None, tokens: int) -> str | None:
     return f"[redacted: {tokens:,} tokens]"
 
 
+#: A quoted value in a skip reason (``'...'`` or ``"..."``, backslash escapes inside): what the
+#: file said (a block or record type, a text), replaced by ``'[redacted]'``.
+_QUOTED = re.compile(r"'(?:[^'\\]|\\.)*'" + r'|"(?:[^"\\]|\\.)*"')
+_MARK = "'[redacted]'"
+
+
+def _reason(reason: str) -> str:
+    """A skip reason with every value it quotes from the file replaced; anything after a quote
+    left unclosed (a value cut short) is cut off.
+
+    >>> _reason("unknown content block 'my secret': kept in the record, not counted")
+    "unknown content block '[redacted]': kept in the record, not counted"
+    >>> _reason("bad value 'cut sho")
+    'bad value [redacted]'
+    """
+    text = _QUOTED.sub(_MARK, reason)
+    i = 0
+    while True:
+        found = [k for k in (text.find("'", i), text.find('"', i)) if k >= 0]
+        if not found:
+            return text
+        j = min(found)
+        if text.startswith(_MARK, j):
+            i = j + len(_MARK)
+            continue
+        return text[:j] + "[redacted]"
+
+
+def _ignored_key(key: str) -> str:
+    """A ``record type[:subtype]`` key of ``AgentSession.ignored``: the subtype is the file's own
+    word (any text), so it is redacted; the record type is one convmem knows (it was ignored on
+    purpose)."""
+    head, sep, _ = key.partition(":")
+    return f"{head}:[redacted]" if sep else head
+
+
 def _session(s: AgentSession, counter: Any) -> AgentSession:
+    ignored: dict[str, int] = {}
+    for key, count in s.ignored:
+        k = _ignored_key(key)
+        ignored[k] = ignored.get(k, 0) + count
     return dataclasses.replace(
         s,
         compactions=tuple(dataclasses.replace(c, summary=redact_text(
             c.summary, counter.count_text(c.summary)) or "") for c in s.compactions),
-        skipped=tuple(dataclasses.replace(x, value=None) for x in s.skipped),
+        skipped=tuple(dataclasses.replace(x, value=None, reason=_reason(x.reason))
+                      for x in s.skipped),
+        ignored=tuple(ignored.items()),
     )
 
 

@@ -301,6 +301,8 @@ def _replay(
     clearings: list[Clearing] = []
     history = settings.build(count_tokens, tool_names=tool_names, on_clearing=clearings.append, thinking=thinking)
     history._attach_sink(raw_records.append)
+    if isinstance(messages, (str, bytes)) or not isinstance(messages, Sequence):
+        _check_messages(messages)  # the TypeError naming messages
     seen: dict[str, int] = {}
     for i, m in enumerate(messages):
         if not isinstance(m, Message):
@@ -487,7 +489,13 @@ def sweep_limits(
 
 
 def _check_messages(messages: Sequence[Message]) -> None:
-    """What replay checks: Messages with unique ids (TypeError / ValueError naming the index)."""
+    """What replay checks: a sequence of Messages with unique ids (TypeError / ValueError naming
+    the index). An iterator is refused up front (it would be used up by this check)."""
+    if isinstance(messages, (str, bytes)) or not isinstance(messages, Sequence):
+        raise TypeError(
+            f"messages must be a sequence (list or tuple) of Message, got {type(messages).__name__}"
+            f" {messages!r:.120}"
+        )
     seen: dict[str, int] = {}
     for i, m in enumerate(messages):
         if not isinstance(m, Message):

@@ -43,6 +43,7 @@ from .db_source import (
     DatabaseRead,
     DatabaseSource,
     DatabaseSourceError,
+    check_tables,
     parse_database_url,
     read_database,
 )
@@ -225,8 +226,11 @@ def register_database(text: str) -> str:
         DatabaseSourceError: a readable sentence (no password) when it cannot be opened or read.
     """
     source = parse_database_url(text)
+    # Connect with what was typed before anything is replaced: a wrong password fails here even
+    # when a read of the same database (same key) is cached, and never evicts the working one.
+    check_tables(source)
     registry = _databases()
-    registry.pop(source.key, None)
+    previous = registry.pop(source.key, None)
     registry[source.key] = source  # a newer password for the same database replaces the old one
     while len(registry) > MAX_DATABASES:
         registry.pop(next(iter(registry)))
@@ -234,6 +238,8 @@ def register_database(text: str) -> str:
         _read_database(source.key)
     except DatabaseSourceError:
         registry.pop(source.key, None)
+        if previous is not None:
+            registry[source.key] = previous  # the one that worked stays
         raise
     st.session_state[_DB_KEY] = source.key
     st.session_state.pop(_DB_ERROR, None)

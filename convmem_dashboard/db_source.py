@@ -119,14 +119,28 @@ class DatabaseRead:
     skipped_over_cap: int
 
 
+#: libpq connection keywords that hold a secret when given in the URL's query string
+#: (``postgresql://u@h/db?password=...``): shown as ``***`` and scrubbed like the password.
+_SECRET_QUERY_KEYS = ("password", "sslpassword")
+
+
 def _hidden(url: URL) -> str:
-    return url.render_as_string(hide_password=True)
+    secrets = {k: "***" for k in _SECRET_QUERY_KEYS if k in url.query}
+    if secrets:
+        url = url.update_query_dict(secrets)
+    return url.render_as_string(hide_password=True).replace("%2A%2A%2A", "***")
 
 
 def _scrub(text: str, url: URL | None) -> str:
-    """``text`` with the URL's password (if any) replaced by ``***``."""
-    if url is not None and url.password:
-        text = text.replace(str(url.password), "***")
+    """``text`` with the URL's password and secret query values (if any) replaced by ``***``."""
+    if url is None:
+        return text
+    secrets = [url.password] if url.password else []
+    for key in _SECRET_QUERY_KEYS:
+        value = url.query.get(key)
+        secrets += [value] if isinstance(value, str) else list(value or ())
+    for secret in sorted((str(x) for x in secrets if x), key=len, reverse=True):
+        text = text.replace(secret, "***")
     return text
 
 

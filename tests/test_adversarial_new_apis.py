@@ -114,3 +114,167 @@ def test_a_placeholder_with_a_lone_surrogate_is_refused_by_clear_tool_uses():
     # Before: accepted, then History.add failed halfway naming "Message.content".
     with pytest.raises(ValueError, match="ClearToolUses placeholder"):
         ClearToolUses(placeholder="\ud800")
+
+
+# -- redaction: nothing the file said survives in skip reasons or ignored record subtypes -------
+
+import io  # noqa: E402
+import json  # noqa: E402
+
+from convmem import load_conversations, redact_conversation  # noqa: E402
+
+SECRET = "SECRETXYZ"
+
+
+def test_redaction_leaks_nothing_through_skip_reasons_or_ignored_subtypes():
+    def rec(**fields):
+        return json.dumps(fields)
+
+    lines = [
+        rec(type="user", uuid="u1", parentUuid=None, sessionId="s1",
+            message={"role": "user", "content": "hello " + SECRET}),
+        rec(type="assistant", uuid="a1", parentUuid="u1", sessionId="s1",
+            message={"id": "r1", "role": "assistant", "content": [
+                {"type": "text", "text": SECRET}, {"type": "weird_" + SECRET, "x": SECRET}]}),
+        rec(type="rec_" + SECRET, uuid="x", parentUuid="a1", data=SECRET),
+        rec(type="system", subtype="sub_" + SECRET, uuid="y", parentUuid="a1"),
+        '{"type": "user", "cut ' + SECRET,
+    ]
+    loaded = load_conversations(io.BytesIO("\n".join(lines).encode()), format="claude-code")
+    (conv,) = loaded.conversations
+    session = conv.envelope
+    # The original keeps the reasons as the file gave them (the check below can fail) ...
+    assert any(SECRET in s.reason for s in session.skipped)
+    assert any(SECRET in key for key, _ in session.ignored)
+    red = redact_conversation(conv)
+    # Before: "unknown content block 'weird_SECRETXYZ'" and ('system:sub_SECRETXYZ', 1) survived.
+    text = repr(red) + repr(red.envelope.skipped) + repr(red.envelope.ignored)
+    assert SECRET not in text
+    assert [s.line for s in red.envelope.skipped] == [s.line for s in session.skipped]
+    assert dict(red.envelope.ignored) == {"system:[redacted]": 1}
+    assert any("unknown content block '[redacted]'" in s.reason for s in red.envelope.skipped)
+
+
+# -- importers: malformed usage is noted, never silently read as 0 or kept past MAX_TOKENS ------
+
+from convmem.limits import MAX_TOKENS  # noqa: E402
+
+
+def _claude_code_with_usage(usage):
+    user = {"type": "user", "uuid": "u1", "parentUuid": None, "sessionId": "s1",
+            "message": {"role": "user", "content": "hi"}}
+    reply = {"type": "assistant", "uuid": "a1", "parentUuid": "u1", "sessionId": "s1",
+             "message": {"id": "r", "role": "assistant", "content": "yo", "usage": usage}}
+    text = json.dumps(user) + "\n" + json.dumps(reply)
+    (conv,) = load_conversations(io.BytesIO(text.encode()), format="claude-code").conversations
+    return conv.envelope
+
+
+@pytest.mark.parametrize("bad", [-5, 1e300, "7", True, MAX_TOKENS + 1])
+def test_claude_code_malformed_usage_is_noted_with_its_field(bad):
+    session = _claude_code_with_usage({"input_tokens": bad, "output_tokens": 3})
+    # Before: read as 0 with no note (and 2**53 passed through as a count).
+    assert [u.input_tokens for u in session.usage] == [0]
+    assert [u.output_tokens for u in session.usage] == [3]
+    notes = [s for s in session.skipped if s.field == "message.usage.input_tokens"]
+    assert len(notes) == 1 and notes[0].line == 2 and "read as 0" in notes[0].reason
+    good = _claude_code_with_usage({"input_tokens": MAX_TOKENS, "output_tokens": 3})
+    assert [u.input_tokens for u in good.usage] == [MAX_TOKENS] and good.skipped == ()
+
+
+def test_codex_malformed_usage_is_noted_with_its_field():
+    lines = [
+        {"type": "session_meta", "payload": {"id": "s2"}},
+        {"type": "response_item", "payload": {"type": "message", "role": "user",
+                                              "content": [{"type": "input_text", "text": "hi"}]}},
+        {"type": "event_msg", "payload": {"type": "token_count", "info": {"last_token_usage": {
+            "input_tokens": 10, "cached_input_tokens": 2**80, "output_tokens": "x"}}}},
+    ]
+    text = "\n".join(json.dumps(line) for line in lines)
+    (conv,) = load_conversations(io.BytesIO(text.encode()), format="codex-cli").conversations
+    session = conv.envelope
+    assert [(u.input_tokens, u.cache_read_tokens, u.output_tokens) for u in session.usage] == [
+        (10, 0, 0)]
+    assert sorted(s.field for s in session.skipped if s.line == 3) == [
+        "payload.info.last_token_usage.cached_input_tokens",
+        "payload.info.last_token_usage.output_tokens",
+    ]
+
+
+# -- dashboard database source: a password in the query string is never shown ------------------
+
+from convmem_dashboard.db_source import _scrub, parse_database_url  # noqa: E402
+
+
+def test_a_password_in_the_query_string_is_hidden_like_the_password():
+    # libpq takes ?password= (and ?sslpassword=); before, both were shown as typed.
+    source = parse_database_url("postgresql://agent@db.internal/memory?password=hunter2&sslpassword=zz9")
+    assert "hunter2" not in source.shown and "zz9" not in source.shown
+    assert "hunter2" not in repr(source)
+    assert source.shown == "postgresql+psycopg://agent@db.internal/memory?password=***&sslpassword=***"
+    # The real values stay on the server, for the connection.
+    assert source.url.query["password"] == "hunter2"
+    # The link key does not depend on the secret.
+    other = parse_database_url("postgresql://agent@db.internal/memory?password=other&sslpassword=x")
+    assert source.key == other.key
+    assert _scrub('FATAL: password "hunter2" / key zz9 rejected', source.url) == (
+        'FATAL: password "***" / key *** rejected')
+
+
+# -- replay / safe limit / cost sweep: an iterator of messages is named, not len()'d ------------
+
+from convmem import smallest_safe_limit  # noqa: E402
+
+
+@pytest.mark.parametrize("call", [
+    lambda ms: replay(ms, HistorySettings(limit=10)),
+    lambda ms: smallest_safe_limit(ms),
+    lambda ms: sweep_limit_costs(ms, HistorySettings(limit=10), [10], _PRICING),
+])
+def test_an_iterator_of_messages_is_refused_naming_messages(call):
+    messages = [Message(f"m{i}", "user", 5) for i in range(4)]
+    # Before: "object of type 'list_iterator' has no len()" after the check had used it up.
+    with pytest.raises(TypeError, match="messages must be a sequence .*list_iterator"):
+        call(iter(messages))
+    with pytest.raises(TypeError, match="messages must be a sequence .*str"):
+        call("m0m1")
+
+
+# -- dashboard: a failed attempt at a database never evicts the one that works -------------------
+
+
+def test_a_failed_register_keeps_the_working_database(tmp_path, monkeypatch):
+    from convmem_dashboard import data
+    from convmem_dashboard.db_source import DatabaseSourceError
+
+    path = tmp_path / "agent.sqlite"
+    SQLStore(f"sqlite:///{path}").append("c1", _conversation())
+    data._databases().clear()
+    data._read_database.clear()
+    key = data.register_database(str(path))
+    working = data.database_source(key)
+    assert working is not None
+
+    # The same database (same key) typed again, and this time the connection fails (a wrong
+    # password, a server down): before, the registration that worked was dropped, and while the
+    # read was cached a wrong password replaced it silently.
+    from sqlalchemy import exc as sa_exc
+
+    from convmem_dashboard import db_source
+
+    class Refusing:  # an engine whose server refuses the login
+        def connect(self):
+            raise sa_exc.OperationalError("connect", {}, Exception("password authentication failed"))
+
+        def dispose(self):
+            pass
+
+    def refuse(*args, **kwargs):
+        return Refusing()
+
+    monkeypatch.setattr(db_source.sa, "create_engine", refuse)
+    with pytest.raises(DatabaseSourceError, match="password authentication failed"):
+        data.register_database(str(path))
+    assert data.database_source(key) is working
+    data._databases().clear()
+    data._read_database.clear()

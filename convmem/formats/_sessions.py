@@ -14,9 +14,10 @@ from collections import Counter
 from typing import Any
 
 from ..conversations import Skipped
+from ..limits import MAX_TOKENS
 from ._base import short
 
-__all__ = ["SessionLines", "as_int", "first_line_prefix", "read_lines"]
+__all__ = ["SessionLines", "as_int", "first_line_prefix", "read_lines", "usage_faults"]
 
 #: How much of the first line detection looks at (the record's leading keys).
 DETECT_CHARS = 4096
@@ -78,7 +79,20 @@ def read_lines(text: str) -> SessionLines:
 
 
 def as_int(value: Any) -> int:
-    """A usage field as a non-negative int (missing, null or malformed: 0)."""
-    if isinstance(value, bool) or not isinstance(value, int) or value < 0:
+    """A usage field as an int in [0, MAX_TOKENS] (missing, null or malformed: 0; see
+    :func:`usage_faults` to say which were malformed)."""
+    if isinstance(value, bool) or not isinstance(value, int) or not 0 <= value <= MAX_TOKENS:
         return 0
     return value
+
+
+def usage_faults(usage: dict[str, Any], keys: Any) -> list[tuple[str, Any]]:
+    """``(key, value)`` of each usage field present (not null) that :func:`as_int` reads as 0
+    because it is malformed: not an int, a bool, negative, or above MAX_TOKENS. The importers
+    note them in ``AgentSession.skipped``, so a usage row read as 0 is never silent."""
+    faults = []
+    for key in keys:
+        value = usage.get(key)
+        if value is not None and (isinstance(value, bool) or as_int(value) != value):
+            faults.append((key, value))
+    return faults

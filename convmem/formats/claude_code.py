@@ -57,7 +57,10 @@ from ..agent_sessions import AgentCompaction, AgentSession, ReportedUsage
 from ..conversations import Conversation, Skipped
 from ..errors import FormatError
 from ._base import Builder, Context, Fault, Format, ImageRef, Where, compact_json, kind, short
-from ._sessions import SessionLines, as_int, first_line_prefix, read_lines
+from ._sessions import SessionLines, as_int, first_line_prefix, read_lines, usage_faults
+
+_CC_USAGE_KEYS = ("input_tokens", "cache_creation_input_tokens", "cache_read_input_tokens",
+                  "output_tokens")
 
 __all__ = ["FORMAT", "detect", "dump", "parse"]
 
@@ -283,6 +286,9 @@ class _Thread:
         self._close_boundary()
         rows = []
         for index, mid, usage, line in self.usage.values():
+            for key, value in usage_faults(usage, _CC_USAGE_KEYS):
+                self.note(line, f"message.usage.{key}", value,
+                          "usage must be an int of tokens in [0, MAX_TOKENS]: read as 0")
             u = ReportedUsage(index, mid, as_int(usage.get("input_tokens")),
                               as_int(usage.get("cache_creation_input_tokens")),
                               as_int(usage.get("cache_read_input_tokens")),

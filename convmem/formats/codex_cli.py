@@ -49,7 +49,7 @@ from typing import Any
 from ..agent_sessions import AgentCompaction, AgentSession, ReportedUsage
 from ..conversations import Conversation, Skipped
 from ._base import ROLE_MAP, Builder, Context, Fault, Format, Where, compact_json, kind, short
-from ._sessions import as_int, first_line_prefix, read_lines
+from ._sessions import as_int, first_line_prefix, read_lines, usage_faults
 
 __all__ = ["FORMAT", "detect", "dump", "parse"]
 
@@ -232,6 +232,10 @@ class _Rollout:
         if not isinstance(usage, dict):
             self.ignored["event_msg:token_count (no info)"] += 1
             return
+        for key, value in usage_faults(usage, ("input_tokens", "cached_input_tokens",
+                                               "output_tokens", "reasoning_output_tokens")):
+            self.note(line, f"payload.info.last_token_usage.{key}", value,
+                      "usage must be an int of tokens in [0, MAX_TOKENS]: read as 0")
         inp, cached = as_int(usage.get("input_tokens")), as_int(usage.get("cached_input_tokens"))
         cached = min(cached, inp)
         messages = self.b.messages
