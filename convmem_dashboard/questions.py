@@ -2,7 +2,7 @@
 the caption of its link on Home, from one table so the two never disagree.
 
 >>> sorted(QUESTIONS)
-['flaky_store', 'home', 'listing_eviction', 'token_budget']
+['agent_session', 'flaky_store', 'home', 'listing_eviction', 'token_budget']
 >>> all(q.endswith("?") for q in QUESTIONS.values())
 True
 """
@@ -25,5 +25,9 @@ QUESTIONS = {
     "listing_eviction": (
         "Which of a shopper's past conversations must an agent forget so that they mention at "
         "most max_listings distinct listings, and why does each one go?"
+    ),
+    "agent_session": (
+        "How many tokens did a coding agent's calls really use, how close is convmem's count, and "
+        "what did they cost?"
     ),
 }

@@ -59,6 +59,8 @@ PAGE_LINKS = (
     PageLink("pages/token_budget.py", "Token budget", ":material/data_usage:", QUESTIONS["token_budget"]),
     PageLink("pages/listing_eviction.py", "Listing eviction", ":material/shopping_cart:",
              QUESTIONS["listing_eviction"]),
+    PageLink("pages/agent_session.py", "Agent session", ":material/smart_toy:",
+             QUESTIONS["agent_session"]),
 )
 
 

@@ -30,6 +30,7 @@ from convmem_dashboard.data import current_dataset
 from convmem_dashboard.entry import require_entry
 from convmem_dashboard.export_safety import download_csv, download_json
 from convmem_dashboard.live_tail import SessionTail, allowed_roots, check_path
+from convmem_dashboard.questions import QUESTIONS
 
 require_entry()
 
@@ -37,6 +38,7 @@ require_entry()
 POLL_SECONDS = 2.0
 
 st.title("Agent session")
+st.markdown(f"**{QUESTIONS['agent_session']}**")
 st.caption(
     "A coding agent's own session (Claude Code or Codex CLI; upload it on Home, or follow a local "
     "file below): the usage the provider reported per call beside convmem's count of the same "

@@ -1,7 +1,10 @@
 """The README's tour runs as written (its asserts are the expected values)."""
 
 import re
+import shlex
 from pathlib import Path
+
+import pytest
 
 README = Path(__file__).resolve().parent.parent / "README.md"
 
@@ -19,3 +22,26 @@ def test_readme_commands_match_ci():
     assert ".venv/bin/python -m pytest" in text and ".venv/bin/python -m pytest" in ci
     assert "requirements-dev.txt" in text and "requirements-dev.txt" in ci
     assert ".venv/bin/streamlit run dashboard.py" in text
+
+
+CLI_LINES = re.findall(r"^\.venv/bin/python -m convmem (.+?)(?:\s+#.*)?$",
+                       README.read_text(encoding="utf-8"), flags=re.M)
+
+
+def test_readme_has_cli_examples():
+    assert len(CLI_LINES) >= 6
+
+
+@pytest.mark.parametrize("line", CLI_LINES)
+def test_readme_cli_example_exits_0(line, monkeypatch, tmp_path, capsys):
+    """Each ``python -m convmem`` example exits 0 (main once shipped a ``simulate`` example that
+    exited 4: a NameError in its call table). Run in a scratch directory so ``-o`` writes there."""
+    from convmem.cli import main
+
+    root = README.parent
+    monkeypatch.chdir(tmp_path)
+    argv = [str(root / a) if (root / a).is_file() else a for a in shlex.split(line)]
+    code = main(argv)
+    out, err = capsys.readouterr()
+    assert code == 0, err
+    assert out

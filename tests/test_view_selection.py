@@ -249,7 +249,7 @@ def test_home_view_model():
                               {"role": "user", "messages": 2, "tokens": 7}]
     big = [Conversation(f"c{i}", f"u{i % 3}", (Message("m", "user", 1000),)) for i in range(1200)]
     assert [m.value for m in dataset_metrics(big)] == ["1,200", "1,200", "3", "1,200,000"]
-    assert [link.question for link in PAGE_LINKS] == [QUESTIONS[k] for k in ("flaky_store", "token_budget", "listing_eviction")]
+    assert [link.question for link in PAGE_LINKS] == [QUESTIONS[k] for k in ("flaky_store", "token_budget", "listing_eviction", "agent_session")]
     assert all(Path(ROOT / link.path).is_file() for link in PAGE_LINKS)
     # each question is one sentence
     for q in QUESTIONS.values():
