@@ -395,7 +395,7 @@ def test_flaky_store_all_calls_failing_reads_clean(page, streamlit_url, screensh
 def test_key_table_text_is_readable(page, streamlit_url, screenshot_dir):
     """The text a reader comes for is drawn whole, without scrolling the table sideways."""
     open_page(page, streamlit_url, "/listing_eviction?only=false", charts=2)
-    assert_columns_in_view(page, "#", ["#", "conversation", "fate", "released", "shared", "why"])
+    assert_columns_in_view(page, "#", ["#", "why", "ids before → after", "released", "shared", "fate"])  # "why" first
     why = dataframe(page, "#")
     assert any(c.startswith("did not lower the count") for c in why["cells"])
     screenshot(page, screenshot_dir, "listing_eviction_all_conversations")
@@ -426,7 +426,7 @@ def test_key_table_text_is_readable(page, streamlit_url, screenshot_dir):
 
 
 def test_token_budget_without_drop_events_says_so(page, streamlit_url, screenshot_dir):
-    open_page(page, streamlit_url, "/token_budget?limit=1270", charts=2)
+    open_page(page, streamlit_url, "/token_budget?limit=1220", charts=2)  # the default conversation: 1,219 tokens
     assert_no_exception(page)
     main = page.locator('[data-testid="stMain"]').inner_text()
     assert "Nothing was dropped at this limit" in main
