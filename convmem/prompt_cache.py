@@ -67,6 +67,8 @@ __all__ = [
     "cache_accounting",
     "prompt_cache",
     "sweep_limit_costs",
+    "ClearingSweepRow",
+    "sweep_clearing_costs",
 ]
 
 #: Drop reasons of messages popped from the oldest end of the run (they move History's frontier,
@@ -447,4 +449,67 @@ def sweep_limit_costs(
         s = replace(settings, limit=limit, target=target, summary_budget=budget)
         result = replay(messages, s, count_tokens=count_tokens, tool_names=tool_names, thinking=thinking)
         rows.append(CostSweepRow(limit, target, result.stats, prompt_cache(result, pricing).totals))
+    return rows
+
+
+@dataclass(frozen=True, slots=True)
+class ClearingSweepRow:
+    """One (trigger, keep) pair of :func:`sweep_clearing_costs`: the replay's stats (tokens sent,
+    clearings, cache breaks as ``prefix_changes``) and its cache totals (priced)."""
+
+    trigger: int
+    keep: int
+    stats: ReplayStats
+    cache: CacheTotals
+
+
+def _check_int_grid(name: str, values: object) -> list[int]:
+    if isinstance(values, (str, bytes)) or not isinstance(values, Sequence):
+        raise TypeError(f"sweep_clearing_costs {name} must be a sequence of ints, got {values!r:.200}")
+    for v in values:
+        if isinstance(v, bool) or not isinstance(v, int) or v < 0:
+            raise ValueError(f"sweep_clearing_costs {name} must hold ints >= 0, got {v!r:.200} in {values!r:.200}")
+    return list(values)
+
+
+def sweep_clearing_costs(
+    messages: Sequence[Message],
+    settings: HistorySettings,
+    triggers: Sequence[int],
+    keeps: Sequence[int],
+    pricing: CachePricing,
+    *,
+    count_tokens=None,
+    tool_names=None,
+    thinking=None,
+) -> list[ClearingSweepRow]:
+    """Clearing's two knobs swept (issue 11): every ``trigger`` (tokens) x ``keep`` (newest tool
+    results kept) pair, the rest of ``settings`` as given (limit, target, policies,
+    ``clear_at_least``), one :func:`~convmem.replay.replay` plus :func:`prompt_cache` each.
+
+    Rows in ``triggers``-major order. O(len(triggers) * len(keeps) * n) plus History's cost.
+    A lower trigger or a smaller keep clears more: fewer tokens sent, more cache breaks; the priced
+    total says which wins. Raises TypeError/ValueError naming the argument for a bad grid/pricing.
+
+    >>> msgs = [Message("u", "user", 5)]
+    >>> for i in range(3):
+    ...     msgs += [Message(f"a{i}", "assistant", 5, tool_call_ids=(f"c{i}",)),
+    ...              Message(f"t{i}", "tool", 50, tool_call_id=f"c{i}")]
+    >>> rows = sweep_clearing_costs(msgs, HistorySettings(1000), [60, 1000], [0, 3], ANTHROPIC_SONNET)
+    >>> [(r.trigger, r.keep, r.stats.clearings, r.stats.tokens_sent) for r in rows]
+    [(60, 0, 3, 177), (60, 3, 0, 545), (1000, 0, 0, 545), (1000, 3, 0, 545)]
+    """
+    _check_messages(messages)
+    if not isinstance(settings, HistorySettings):
+        raise TypeError(f"sweep_clearing_costs settings must be a HistorySettings, got {settings!r:.200}")
+    if not isinstance(pricing, CachePricing):
+        raise TypeError(f"sweep_clearing_costs pricing must be a CachePricing, got {pricing!r:.200}")
+    trigger_grid = _check_int_grid("triggers", triggers)
+    keep_grid = _check_int_grid("keeps", keeps)
+    rows = []
+    for trigger in trigger_grid:
+        for keep in keep_grid:
+            s = replace(settings, clear_trigger=trigger, clear_keep=keep)
+            result = replay(messages, s, count_tokens=count_tokens, tool_names=tool_names, thinking=thinking)
+            rows.append(ClearingSweepRow(trigger, keep, result.stats, prompt_cache(result, pricing).totals))
     return rows

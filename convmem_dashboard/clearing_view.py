@@ -3,7 +3,8 @@
 Pure helpers the page calls (plain pytest tests them): :func:`with_clearing` turns the page's
 clearing widgets into :class:`~convmem.HistorySettings`; :func:`mark_clearings` adds the clearings
 to the token budget chart as their own trace (apart from the drop events); :func:`clearing_caption`
-and :func:`clearing_comparison_table` say what clearing did, for A and for A against B.
+and :func:`clearing_comparison_table` say what clearing did, for A and for A against B;
+:func:`clearing_sweep_grid` and :func:`clearing_sweep_table` sweep clearing's trigger and keep.
 """
 
 from __future__ import annotations
@@ -13,13 +14,15 @@ from dataclasses import replace
 import pandas as pd
 import plotly.graph_objects as go
 
-from convmem import HistorySettings, Replay, ReplayStats
+from convmem import ClearingSweepRow, HistorySettings, Replay, ReplayStats
 
 __all__ = [
     "CLEARING_COLOR",
     "CLEARING_TRACE",
     "clearing_caption",
     "clearing_comparison_table",
+    "clearing_sweep_grid",
+    "clearing_sweep_table",
     "mark_clearings",
     "with_clearing",
 ]
@@ -104,4 +107,55 @@ def clearing_comparison_table(a: ReplayStats, b: ReplayStats) -> pd.DataFrame:
     ]
     return pd.DataFrame(
         [(name, x, y, y - x) for name, x, y in rows], columns=["metric", "A", "B", "B − A"]
+    )
+
+
+#: Keeps swept beside the current one (Anthropic's and LangChain's default is 3).
+SWEEP_KEEPS = (0, 1, 3, 5)
+#: Triggers swept, as fractions of the limit, beside the current one.
+SWEEP_TRIGGER_SHARES = (0.25, 0.5, 0.75, 1.0)
+
+
+def clearing_sweep_grid(limit: int, trigger: int | None, keep: int) -> tuple[tuple[int, ...], tuple[int, ...]]:
+    """The (triggers, keeps) the clearing sweep tries: a quarter, half, three quarters and all of
+    the limit plus the current trigger (tokens); keeps 0, 1, 3, 5 plus the current one. Sorted,
+    no repeats; 25 pairs at most.
+
+    >>> clearing_sweep_grid(1000, 600, 2)
+    ((250, 500, 600, 750, 1000), (0, 1, 2, 3, 5))
+    >>> clearing_sweep_grid(0, None, 3)
+    ((0,), (0, 1, 3, 5))
+    """
+    triggers = {round(limit * s) for s in SWEEP_TRIGGER_SHARES}
+    triggers.add(limit if trigger is None else trigger)
+    return tuple(sorted(triggers)), tuple(sorted({*SWEEP_KEEPS, keep}))
+
+
+def clearing_sweep_table(rows: list[ClearingSweepRow], trigger: int | None = None, keep: int | None = None) -> pd.DataFrame:
+    """One row per (trigger, keep): tokens sent, clearings, cache breaks (requests whose prompt
+    changed before its end), the cached share and the price; ``current`` marks the page's setting.
+
+    >>> from convmem import ANTHROPIC_SONNET, HistorySettings, Message, sweep_clearing_costs
+    >>> msgs = [Message("u", "user", 5), Message("a", "assistant", 5, tool_call_ids=("c",)),
+    ...         Message("t", "tool", 50, tool_call_id="c"), Message("u2", "user", 5)]
+    >>> rows = sweep_clearing_costs(msgs, HistorySettings(100), [40], [0, 3], ANTHROPIC_SONNET)
+    >>> clearing_sweep_table(rows, 40, 3)[["keep", "tokens sent", "clearings", "current"]].values.tolist()
+    [[0, 48, 1, ''], [3, 140, 0, '◀']]
+    """
+    return pd.DataFrame(
+        [
+            {
+                "trigger (tokens)": r.trigger,
+                "keep": r.keep,
+                "tokens sent": r.stats.tokens_sent,
+                "clearings": r.stats.clearings,
+                "cache breaks": r.stats.prefix_changes,
+                "cached share": round(r.cache.cached_share, 3),
+                "cost (USD)": round(r.cache.cost, 4),
+                "current": "◀" if (r.trigger, r.keep) == (trigger, keep) else "",
+            }
+            for r in rows
+        ],
+        columns=["trigger (tokens)", "keep", "tokens sent", "clearings", "cache breaks", "cached share",
+                 "cost (USD)", "current"],
     )

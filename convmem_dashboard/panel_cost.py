@@ -13,6 +13,7 @@ from collections.abc import Sequence
 import streamlit as st
 
 from convmem import (
+    sweep_clearing_costs,
     PROVIDERS,
     CachePricing,
     CostSweepRow,
@@ -25,6 +26,7 @@ from convmem import (
 
 from . import cache_budget as cb
 from .agent_view import reported_cache_line
+from .clearing_view import clearing_sweep_grid, clearing_sweep_table
 from .figures_cost import cache_steps_figure, sweep_cost_figure
 from .tables_cost import DEFAULT_PROVIDER, PRICE_KEYS, cost_table, pricing_caption, pricing_from, sweep_cost_table
 from .url_params import PARAMS
@@ -172,3 +174,32 @@ def render_sweep(
         "while tokens sent rise is a rarer, deeper compaction the prompt cache rewards."
     )
     st.dataframe(sweep_cost_table(rows), hide_index=True, key="sweep_cost_table")
+
+
+@st.cache_data(show_spinner="Sweeping clearing's trigger and keep (one replay per pair)…", max_entries=16)
+def get_clearing_sweep(
+    dataset_key: str, conv_id: str, settings: HistorySettings, triggers: tuple[int, ...],
+    keeps: tuple[int, ...], pricing: CachePricing,
+):
+    """convmem.sweep_clearing_costs over ``triggers`` x ``keeps``."""
+    return sweep_clearing_costs(cb.conversation(dataset_key, conv_id).messages, settings, list(triggers),
+                                list(keeps), pricing)
+
+
+def render_clearing_sweep(dataset_key: str, conv_id: str, settings: HistorySettings) -> None:
+    """Issue 11: the sweep over clearing's trigger and keep (current clear_at_least and policies),
+    each pair's tokens sent, cache breaks and price, priced as the cost panel prices."""
+    try:
+        pricing = pricing_from(st.session_state)
+    except (ValueError, TypeError) as exc:
+        st.error(f"These prices do not make a pricing: {exc}")
+        return
+    triggers, keeps = clearing_sweep_grid(settings.limit, settings.clear_trigger, settings.clear_keep)
+    rows = get_clearing_sweep(dataset_key, conv_id, settings, triggers, keeps, pricing)
+    st.caption(
+        "Clearing swept: each trigger (tokens) with each number of newest tool results kept, the rest "
+        "as set above. A lower trigger or a smaller keep sends fewer tokens but breaks the prompt "
+        "cache more often; raise 'Clear at least' to clear less often, in bigger bites."
+    )
+    st.dataframe(clearing_sweep_table(rows, settings.clear_trigger, settings.clear_keep),
+                 hide_index=True, key="clearing_sweep_table")

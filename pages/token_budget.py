@@ -422,6 +422,8 @@ with st.expander("Limit sweep: pick a limit by eye", expanded=n <= LAZY_MESSAGES
         )
         st.dataframe(sweep_table(rows), hide_index=True, key="sweep_table", **sweep_view(len(rows)))
         panel_cost.render_sweep(key, conv_id, settings, limits, limit)
+        if settings.clear_trigger is not None:  # issue 11: the sweep covers clearing's trigger and keep
+            panel_cost.render_clearing_sweep(key, conv_id, settings)
 
 # ---------------------------------------------------------------------------------- every message
 st.subheader("Every message")

@@ -81,3 +81,50 @@ def test_page_shows_clearing_from_the_url(tmp_path):
     table = table.set_index("metric")
     assert table.loc["Clearings", "A"] == r.stats.clearings
     assert table.loc["Tokens sent (sum over adds)", "A"] == r.stats.tokens_sent
+
+
+def test_clearing_sweep_rows_equal_one_replay_per_pair():
+    """sweep_clearing_costs: each (trigger, keep) row is exactly a replay with those settings."""
+    from convmem import ANTHROPIC_SONNET, prompt_cache, sweep_clearing_costs
+    from convmem_dashboard.clearing_view import clearing_sweep_grid, clearing_sweep_table
+
+    msgs = tool_turns(12)
+    base = HistorySettings(400, pin_latest_user=True, keep_tool_groups=True, clear_at_least=20)
+    triggers, keeps = clearing_sweep_grid(400, 150, 2)
+    rows = sweep_clearing_costs(msgs, base, list(triggers), list(keeps), ANTHROPIC_SONNET)
+    assert [(r.trigger, r.keep) for r in rows] == [(t, k) for t in triggers for k in keeps]
+    for r in rows:
+        want = replay(msgs, with_clearing(base, True, r.trigger, r.keep, 20))
+        assert r.stats == want.stats
+        assert r.cache == prompt_cache(want, ANTHROPIC_SONNET).totals
+    # lower triggers and smaller keeps clear more: tokens sent never rise as clearing grows
+    sent = {(r.trigger, r.keep): r.stats.tokens_sent for r in rows}
+    assert sent[(triggers[0], 0)] < sent[(triggers[-1], keeps[-1])]
+    table = clearing_sweep_table(rows, 150, 2)
+    assert table["current"].tolist().count("◀") == 1
+    with pytest.raises(ValueError, match="keeps"):
+        sweep_clearing_costs(msgs, base, [10], [-1], ANTHROPIC_SONNET)
+    with pytest.raises(TypeError, match="triggers"):
+        sweep_clearing_costs(msgs, base, 10, [1], ANTHROPIC_SONNET)
+
+
+def test_page_sweep_covers_clearing_trigger_and_keep():
+    from apptest_support import open_dashboard_page, ok
+    from convmem import ANTHROPIC_SONNET, load_conversations, sweep_clearing_costs
+    from pathlib import Path
+
+    sample = Path(__file__).resolve().parent.parent / "sample_data" / "shoppers.jsonl"
+    convs = load_conversations(sample)
+    conv = max(convs, key=lambda c: sum(m.role == "tool" for m in c.messages))
+    bounds = limit_bounds(conv.total_tokens, conv.messages[0].tokens)
+    limit = bounds.hi - bounds.hi % bounds.step
+    trigger = conv.total_tokens // 3
+    query = {"conv": conv.id, "limit": str(limit), "clr": "true", "clr_trig": str(trigger), "clr_keep": "1",
+             "sweep": "true"}
+    at = ok(open_dashboard_page("pages/token_budget.py", query))
+    table = next(d.value for d in at.dataframe if "cache breaks" in d.value.columns)
+    current = table[table["current"] == "◀"].iloc[0]
+    assert (current["trigger (tokens)"], current["keep"]) == (trigger, 1)
+    want = sweep_clearing_costs(conv.messages, with_clearing(HistorySettings(limit), True, trigger, 1, 0),
+                                [trigger], [1], ANTHROPIC_SONNET)[0]
+    assert current["tokens sent"] == want.stats.tokens_sent and current["clearings"] == want.stats.clearings
