@@ -179,6 +179,22 @@ def exact_limit_input(container, key: str, lo: int, hi: int, default: int, label
     )
 
 
+def _limit_free(settings: HistorySettings) -> HistorySettings:
+    """``settings`` as far as the answer depends on them: with no target and no summary budget the
+    answer does not depend on the limit (nor on clearing, which explain_safe_limit does not model),
+    so a limit step hits the cache instead of another O(n) pass.
+
+    >>> _limit_free(HistorySettings(500, pin_system=True)) == _limit_free(HistorySettings(900, pin_system=True))
+    True
+    """
+    if settings.target is None and settings.summary_budget is None:
+        return HistorySettings(
+            0, pin_system=settings.pin_system, pin_latest_user=settings.pin_latest_user,
+            keep_tool_groups=settings.keep_tool_groups, start_on_user=settings.start_on_user,
+        )
+    return settings
+
+
 @st.cache_data(show_spinner=False, max_entries=64)
 def _explain(dataset_key: str, conv_id: str, settings: HistorySettings, protect: str) -> SafeLimit | str:
     from .cache_budget import conversation
@@ -218,7 +234,7 @@ def render_safe_limit(
             st.info("Type a message id (the 'id' column of the table below) to protect it.")
             return None
         protect = picked
-    got = _explain(dataset_key, conv_id, settings, protect)
+    got = _explain(dataset_key, conv_id, _limit_free(settings), protect)
     if isinstance(got, str):
         # The message names the id the user typed: shown as plain text, never Markdown.
         st.warning("No safe limit for this choice:")
