@@ -21,6 +21,7 @@ import gc
 from collections import deque
 from collections.abc import Sequence
 from dataclasses import dataclass, field, replace
+from itertools import islice, repeat
 from operator import attrgetter
 from typing import overload
 
@@ -335,7 +336,10 @@ def _replay(
     n = len(messages)
     add = history.add
     h = history
-    if h._summarizer is None:
+    final_context: tuple[Message, ...] | None = None
+    if h._plain:
+        totals, kept, final_context = _walk_base_rule(messages, h._limit, h._goal, records)
+    elif h._summarizer is None:
         totals = [0] * n
         kept = [0] * n
         step = 0
@@ -377,19 +381,22 @@ def _replay(
             if x.added_step < step:
                 prefix[step] = True  # the prompt changes at the first cleared message
     if records and records[0][2].__class__ is not str:
-        # The base rule's flat records: the dropped messages are the steps first, first + 1, ...
+        # The base rule's flat records: each drops the steps first, first + 1, ... (the oldest
+        # kept), its tokens are total_before - total_after, and every reason follows from the
+        # message's tokens and the one goal (see history._expand).
+        goal = records[0][4]
         for rec in records:
             step = rec[0]
-            goal = rec[4]
             first = rec[5]
             k = len(rec) - 6
-            dropped_at[first : first + k] = [step] * k
-            gone = rec[6:]
-            reason[first : first + k] = [TOO_BIG if m.tokens > goal else OVER_LIMIT for m in gone]
+            dropped_at[first : first + k] = repeat(step, k)
             messages_dropped += k
-            dropped_tokens += sum(m.tokens for m in gone)
+            dropped_tokens += rec[2] - rec[3]
             if first < step:
                 prefix[step] = True
+        reason[:messages_dropped] = [
+            OVER_LIMIT if m.tokens <= goal else TOO_BIG for m in islice(messages, messages_dropped)
+        ]
         compactions = len(records)
     else:
         for step, _mid, trigger, _before, _after, dropped, event in records:
@@ -448,12 +455,46 @@ def _replay(
         drop_reason=tuple(reason),
         summarized=tuple(summarized),
         compactions=CompactionLog(list(records)),
-        final_context=tuple(history.context()),
+        final_context=tuple(history.context()) if final_context is None else final_context,
         stats=stats,
         summaries=tuple(summaries),
         clearings=tuple(clearings),
         cleared_at=tuple(cleared_at),
     )
+
+
+def _walk_base_rule(
+    messages: Sequence[Message], limit: int, goal: int, records: deque[tuple]
+) -> tuple[list[int], list[int], tuple[Message, ...]]:
+    """History's base rule (no pin, group, summary or clearing policy) without a History: the
+    totals and kept counts after each add, the final context, and History's own flat records
+    appended to ``records`` (the same tuples ``History.add`` makes on its base path).
+
+    What the base rule keeps is always the contiguous run ``messages[lo:step + 1]``: an add over
+    the limit drops from ``lo`` while the total is over ``goal`` (the target), so a two-pointer
+    walk is the whole rule. O(n), no per-add method call (3-4x faster than driving History);
+    tests/test_replay_reference.py checks it against a History read after every add.
+    """
+    n = len(messages)
+    totals = [0] * n
+    kept = [0] * n
+    total = 0
+    lo = 0
+    append = records.append
+    step = 0
+    for m in messages:
+        total += m.tokens
+        if total > limit:
+            peak = total
+            first = lo
+            while total > goal and lo <= step:
+                total -= messages[lo].tokens
+                lo += 1
+            append((step, m.id, peak, total, goal, first, *messages[first:lo]))
+        totals[step] = total
+        kept[step] = step + 1 - lo
+        step += 1
+    return totals, kept, tuple(messages[lo:])
 
 
 def context_at(

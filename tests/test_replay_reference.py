@@ -76,3 +76,12 @@ def test_replay_equals_the_reference_on_a_long_synthetic_conversation():
         got = replay(msgs, s)
         assert_same(got, reference_replay(msgs, s, None))
         assert got.stats.compactions > 10  # the case exercises compaction
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.lists(st.integers(0, 60), max_size=120), st.integers(0, 150), st.one_of(st.none(), st.floats(0, 1)))
+def test_base_rule_walk_equals_the_reference(toks, limit, target_ratio):
+    """The base rule (no policy) takes replay's two-pointer walk, no History: same Replay."""
+    msgs = [Message(f"m{i}", "user", t) for i, t in enumerate(toks)]
+    s = HistorySettings(limit, None if target_ratio is None else int(limit * target_ratio))
+    assert_same(replay(msgs, s), reference_replay(msgs, s, None))
