@@ -21,6 +21,8 @@ import math
 from collections import Counter
 from collections.abc import Sequence
 from dataclasses import dataclass
+from itertools import repeat
+from operator import attrgetter
 
 import numpy as np
 import plotly.graph_objects as go
@@ -57,6 +59,12 @@ X_LIMIT = "limit (tokens)"
 _NO_REASON = -1
 _REASON_INDEX = {r: i for i, r in enumerate(DROP_REASONS)}
 _ROLE_INDEX = {r: i for i, r in enumerate(ROLES)}
+#: replay_arrays' lookups: a drop reason (or None) -> its code, None -> -1 (an int maps to itself).
+_REASON_CODE: dict = {**_REASON_INDEX, None: _NO_REASON}
+_NONE_TO_MINUS_ONE: dict = {None: -1}
+_TOKENS = attrgetter("tokens")
+_ROLE = attrgetter("role")
+_ID = attrgetter("id")
 
 
 def _esc(value: object) -> str:
@@ -138,16 +146,11 @@ def replay_arrays(r: Replay) -> ReplayArrays:
     s = r.settings
     target = s.limit if s.target is None else s.target
     budget = s.summary_budget
-    tokens = np.fromiter((m.tokens for m in msgs), dtype=np.int64, count=n)
-    role_index = _ROLE_INDEX
-    role_code = np.fromiter((role_index.get(m.role, 0) for m in msgs), dtype=np.int8, count=n)
-    dropped_at = np.fromiter((-1 if d is None else d for d in r.dropped_at), dtype=np.int64, count=n)
-    reason_index = _REASON_INDEX
-    reason_code = np.fromiter(
-        (_NO_REASON if x is None else reason_index.get(x, _NO_REASON) for x in r.drop_reason),
-        dtype=np.int8,
-        count=n,
-    )
+    # C-level iteration (map over attrgetter / dict.get): no Python frame per message.
+    tokens = np.fromiter(map(_TOKENS, msgs), dtype=np.int64, count=n)
+    role_code = np.fromiter(map(_ROLE_INDEX.get, map(_ROLE, msgs), repeat(0)), dtype=np.int8, count=n)
+    dropped_at = np.fromiter(map(_NONE_TO_MINUS_ONE.get, r.dropped_at, r.dropped_at), dtype=np.int64, count=n)
+    reason_code = np.fromiter(map(_REASON_CODE.get, r.drop_reason, repeat(_NO_REASON)), dtype=np.int8, count=n)
     summarized = np.fromiter(r.summarized, dtype=bool, count=n)
     totals = np.fromiter(r.totals, dtype=np.int64, count=n)
 
@@ -192,7 +195,7 @@ def replay_arrays(r: Replay) -> ReplayArrays:
         goal=target - (budget or 0),
         has_target=s.target is not None and s.target < s.limit,
         summary_budget=budget,
-        ids=tuple(m.id for m in msgs),
+        ids=tuple(map(_ID, msgs)),
         tokens=tokens,
         role_code=role_code,
         totals=totals,
