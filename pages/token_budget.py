@@ -234,14 +234,12 @@ if clearing:
     settings = cv.with_clearing(settings, True, clr_trig, clr_keep, clr_min)
 key = dataset.key
 file_stem = re.sub(r"[^A-Za-z0-9_.-]+", "_", conv_id)[:80]
-# Progress instead of grey placeholders: a status line while the replay runs (it is cached, so
-# it flashes only on a setting never computed before).
-progress = st.empty()
-with progress.status(f"Replaying {n:,} messages through History…", expanded=False) as status:
+# Progress instead of grey placeholders: a spinner with the elapsed time while the replay runs.
+# Streamlit shows it only after 0.5 s, so a cached rerun pays nothing (st.status sleeps 0.1 s
+# on every run, docs/decisions.md).
+with st.spinner(f"Replaying {n:,} messages through History…", show_time=True):
     r = cb.get_replay(key, conv_id, settings)
-    status.update(label="Building the charts' arrays…")
     arrays = cb.get_arrays(key, conv_id, settings)
-progress.empty()
 stats = r.stats
 
 # ---------------------------------------------------------------------------------------- metrics
