@@ -18,6 +18,7 @@ at any step.
 from __future__ import annotations
 
 import gc
+from array import array
 from collections import deque
 from collections.abc import Sequence
 from dataclasses import dataclass, field, replace
@@ -36,7 +37,6 @@ from .history import (
     Compaction,
     History,
     SummaryEvent,
-    _expand,
     compaction_from_raw,
 )
 from .message import Message
@@ -172,45 +172,89 @@ class CompactionLog(Sequence[Compaction]):
     """Every compaction record of a replay, built into :class:`Compaction` objects only on access.
 
     A replay of 10^5 messages can hold tens of thousands of records; building them all up front
-    cost more than the replay. ``steps``, ``totals_after`` and ``dropped_counts`` are plain tuples
-    (one entry per record) for charts, ``summary_events`` the summarizer outcomes; indexing builds
-    (and keeps) one Compaction. O(1) per access.
+    cost more than the replay. ``steps``, ``totals_after``, ``dropped_counts`` and ``triggers``
+    are plain tuples (one entry per record) for charts, ``summary_events`` the summarizer outcomes;
+    indexing builds (and keeps) one Compaction. O(1) per access (plus the record's drops).
 
-    The records are History's raw tuples as History keeps them: the base rule's flat records
-    (``(step, message_id, total_before, total_after, goal, first_step, *dropped messages)``) are
-    unfolded only when read (``_raw``, or one record on indexing).
+    Storage is columnar: one tuple per field and three flat lists for every dropped message (its
+    add step, the message, the reason), sliced per record by offsets. A cached replay then holds a
+    few dozen container objects for its records instead of four per dropped message, so Python's
+    cyclic GC, which walks every container object at each full collection, does not slow every
+    later rerun of a dashboard that keeps a dozen replays (issue 10 item 3; docs/performance.md).
+
+    Args:
+        raw: History's raw records (see ``History._attach_sink``): the full shape, or the base
+            rule's flat records ``(step, message_id, total_before, total_after, goal, first_step,
+            *dropped messages)``. One History makes one shape.
     """
 
-    __slots__ = ("_records", "_expanded", "_built", "steps", "totals_after", "dropped_counts", "triggers", "summary_events")
+    __slots__ = (
+        "_built", "steps", "message_ids", "triggers", "totals_before", "totals_after", "dropped_counts",
+        "_events", "_starts", "_seqs", "_messages", "_reasons",
+    )
 
     def __init__(self, raw: Sequence[tuple]) -> None:
-        self._records = raw
-        self._expanded: list[tuple] | None = None
         self._built: dict[int, Compaction] = {}
-        flat = bool(raw) and raw[0][2].__class__ is not str  # one History makes one shape
-        self.steps: tuple[int, ...] = tuple(r[0] for r in raw)
-        if flat:
-            self.totals_after: tuple[int, ...] = tuple(r[3] for r in raw)
-            self.dropped_counts: tuple[int, ...] = tuple(len(r) - 6 for r in raw)
+        seqs: list[int] = []
+        messages: list[Message] = []
+        reasons: list[str] = []
+        starts = [0]
+        if raw and raw[0][2].__class__ is not str:
+            # Flat records: the drops are the add steps first, first + 1, ...; each reason follows
+            # from the message's tokens and the one goal (as history._expand unfolds them).
+            goal = raw[0][4]
+            for rec in raw:
+                k = len(rec) - 6
+                seqs.extend(range(rec[5], rec[5] + k))
+                messages.extend(rec[6:])
+                starts.append(starts[-1] + k)
+            reasons = [OVER_LIMIT if m.tokens <= goal else TOO_BIG for m in messages]
             self.triggers: tuple[str, ...] = (TRIGGER_LIMIT,) * len(raw)
-            #: ``(step, SummaryEvent)`` for every record where the summarizer ran, in order.
-            self.summary_events: tuple[tuple[int, SummaryEvent], ...] = ()
+            self.totals_before: tuple[int, ...] = tuple(r[2] for r in raw)
+            self.totals_after: tuple[int, ...] = tuple(r[3] for r in raw)
+            self._events: tuple[SummaryEvent | None, ...] = (None,) * len(raw)
         else:
-            self.totals_after = tuple(r[4] for r in raw)
-            self.dropped_counts = tuple(len(r[5]) for r in raw)
+            for rec in raw:
+                for (seq, m), why in rec[5]:
+                    seqs.append(seq)
+                    messages.append(m)
+                    reasons.append(why)
+                starts.append(len(seqs))
             self.triggers = tuple(r[2] for r in raw)
-            self.summary_events = tuple((r[0], r[6]) for r in raw if r[6] is not None)
+            self.totals_before = tuple(r[3] for r in raw)
+            self.totals_after = tuple(r[4] for r in raw)
+            self._events = tuple(r[6] for r in raw)
+        self.steps: tuple[int, ...] = tuple(r[0] for r in raw)
+        self.message_ids: tuple[str, ...] = tuple(r[1] for r in raw)
+        self.dropped_counts: tuple[int, ...] = tuple(b - a for a, b in zip(starts, starts[1:]))
+        self._starts = array("q", starts)  # not containers: nothing for the GC to walk
+        self._seqs = array("q", seqs)
+        self._messages = messages
+        self._reasons = reasons
+
+    @property
+    def summary_events(self) -> tuple[tuple[int, SummaryEvent], ...]:
+        """``(step, SummaryEvent)`` for every record where the summarizer ran, in order. O(records)."""
+        return tuple((s, e) for s, e in zip(self.steps, self._events) if e is not None)
+
+    def _record(self, i: int) -> tuple:
+        """Record ``i`` in History's full raw shape (see :attr:`_raw`)."""
+        lo, hi = self._starts[i], self._starts[i + 1]
+        dropped = list(zip(zip(self._seqs[lo:hi], self._messages[lo:hi]), self._reasons[lo:hi]))
+        return (
+            self.steps[i], self.message_ids[i], self.triggers[i], self.totals_before[i], self.totals_after[i],
+            dropped, self._events[i],
+        )
 
     @property
     def _raw(self) -> list[tuple]:
-        """Every record in the full shape ``(step, message_id, trigger, total_before, total_after,
-        [((seq, message), reason), ...], SummaryEvent | None)`` (unfolded once, on first use)."""
-        if self._expanded is None:
-            self._expanded = [_expand(r) for r in self._records]
-        return self._expanded
+        """Every record in History's full shape ``(step, message_id, trigger, total_before,
+        total_after, [((seq, message), reason), ...], SummaryEvent | None)``; built afresh on each
+        read (O(records + drops); convmem.prompt_cache reads it once per call)."""
+        return [self._record(i) for i in range(len(self.steps))]
 
     def __len__(self) -> int:
-        return len(self._records)
+        return len(self.steps)
 
     @overload
     def __getitem__(self, i: int) -> Compaction: ...
@@ -218,14 +262,14 @@ class CompactionLog(Sequence[Compaction]):
     def __getitem__(self, i: slice) -> list[Compaction]: ...
     def __getitem__(self, i):
         if isinstance(i, slice):
-            return [self[j] for j in range(*i.indices(len(self._records)))]
+            return [self[j] for j in range(*i.indices(len(self.steps)))]
         if i < 0:
-            i += len(self._records)
-        if not 0 <= i < len(self._records):
-            raise IndexError(f"CompactionLog index {i} out of range (len {len(self._records)})")
+            i += len(self.steps)
+        if not 0 <= i < len(self.steps):
+            raise IndexError(f"CompactionLog index {i} out of range (len {len(self.steps)})")
         built = self._built.get(i)
         if built is None:
-            built = self._built[i] = compaction_from_raw(_expand(self._records[i]))
+            built = self._built[i] = compaction_from_raw(self._record(i))
         return built
 
     def __eq__(self, other: object) -> bool:
@@ -238,7 +282,7 @@ class CompactionLog(Sequence[Compaction]):
     __hash__ = None  # type: ignore[assignment]
 
     def __repr__(self) -> str:
-        return f"CompactionLog({len(self._records)} records)"
+        return f"CompactionLog({len(self.steps)} records)"
 
 
 @dataclass(frozen=True, slots=True)

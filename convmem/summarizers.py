@@ -69,13 +69,15 @@ def _line(m: Message, max_chars: int) -> str:
 
 #: Token counts of summary lines under convmem's own counters, shared by every
 #: ExtractiveSummarizer of the process (a replay per setting re-summarizes the same messages):
-#: ``{(counter class, encoding): {line: [tokens, tokens with a final "\\n"]}}``, each emptied when it reaches LINE_MEMO_SIZE
-#: lines (bounded memory: at most that many lines of at most ``line_chars`` characters).
-LINE_MEMO_SIZE = 1 << 17
-_LINE_MEMOS: dict[tuple[str, str], dict[str, list]] = {}
+#: ``{(counter class, encoding): {text: tokens}}`` (a line, or a line with its final ``"\\n"``),
+#: each emptied when it reaches LINE_MEMO_SIZE texts (bounded memory: at most that many texts of
+#: at most ``line_chars + 1`` characters, about 50 MB). Plain str -> int entries: no container
+#: object per line for Python's cyclic GC to walk at every full collection.
+LINE_MEMO_SIZE = 1 << 18
+_LINE_MEMOS: dict[tuple[str, str], dict[str, int]] = {}
 
 
-def _own_counter_memo(count: Callable[[str], int]) -> dict[str, list] | None:
+def _own_counter_memo(count: Callable[[str], int]) -> dict[str, int] | None:
     """The line memo when ``count`` is ``count_text`` of one of convmem's own counters (tiktoken
     or the regex approximation), else None.
 
@@ -190,28 +192,22 @@ class ExtractiveSummarizer:
     def _with_newline(self, line: str, tokens: int, count) -> int:
         """count(line + "\n"): a line ending in a letter or digit gains the "\n" piece alone
         (convmem's counters); after punctuation the "\n" joins the last piece."""
-        memo = self._memo
-        if memo is None:
+        if self._memo is None:
             return count(line + "\n")
         if line[-1].isalnum():
             return tokens + self._count("\n", count)
-        entry = memo.get(line)
-        if entry is None:
-            entry = memo[line] = [tokens, None]
-        if entry[1] is None:
-            entry[1] = count(line + "\n")
-        return entry[1]
+        return self._count(line + "\n", count)
 
     def _count(self, text: str, count) -> int:
-        """count(text), through the shared memo (``{text: [tokens, tokens of text + "\n"]}``)
-        when the counter is convmem's own."""
+        """count(text), through the shared memo (``{text: tokens}``) when the counter is
+        convmem's own."""
         memo = self._memo
         if memo is None:
             return count(text)
-        entry = memo.get(text)
-        if entry is None:
-            entry = memo[text] = [count(text), None]
-        return entry[0]
+        tokens = memo.get(text)
+        if tokens is None:
+            tokens = memo[text] = count(text)
+        return tokens
 
     def _exact(self, window: deque, count) -> int:
         """count(text) from the lines' counts (additive counters only)."""
