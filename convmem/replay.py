@@ -22,8 +22,8 @@ from array import array
 from collections import deque
 from collections.abc import Sequence
 from dataclasses import dataclass, field, replace
-from itertools import islice, repeat
-from operator import attrgetter
+from itertools import accumulate, chain, islice, repeat
+from operator import attrgetter, itemgetter
 from typing import overload
 
 from .history import (
@@ -195,38 +195,34 @@ class CompactionLog(Sequence[Compaction]):
 
     def __init__(self, raw: Sequence[tuple]) -> None:
         self._built: dict[int, Compaction] = {}
-        seqs: list[int] = []
-        messages: list[Message] = []
-        reasons: list[str] = []
-        starts = [0]
         if raw and raw[0][2].__class__ is not str:
             # Flat records: the drops are the add steps first, first + 1, ...; each reason follows
             # from the message's tokens and the one goal (as history._expand unfolds them).
             goal = raw[0][4]
-            for rec in raw:
-                k = len(rec) - 6
-                seqs.extend(range(rec[5], rec[5] + k))
-                messages.extend(rec[6:])
-                starts.append(starts[-1] + k)
+            counts = [len(r) - 6 for r in raw]
+            seqs = list(chain.from_iterable(range(r[5], r[5] + k) for r, k in zip(raw, counts)))
+            messages = list(chain.from_iterable(r[6:] for r in raw))
             reasons = [OVER_LIMIT if m.tokens <= goal else TOO_BIG for m in messages]
             self.triggers: tuple[str, ...] = (TRIGGER_LIMIT,) * len(raw)
             self.totals_before: tuple[int, ...] = tuple(r[2] for r in raw)
             self.totals_after: tuple[int, ...] = tuple(r[3] for r in raw)
             self._events: tuple[SummaryEvent | None, ...] = (None,) * len(raw)
         else:
-            for rec in raw:
-                for (seq, m), why in rec[5]:
-                    seqs.append(seq)
-                    messages.append(m)
-                    reasons.append(why)
-                starts.append(len(seqs))
+            # C-level unzipping: ((seq, message), reason) pairs -> three flat columns.
+            counts = [len(r[5]) for r in raw]
+            pairs = list(chain.from_iterable(r[5] for r in raw))
+            items = list(map(_FIRST, pairs))
+            seqs = list(map(_FIRST, items))
+            messages = list(map(_SECOND, items))
+            reasons = list(map(_SECOND, pairs))
             self.triggers = tuple(r[2] for r in raw)
             self.totals_before = tuple(r[3] for r in raw)
             self.totals_after = tuple(r[4] for r in raw)
             self._events = tuple(r[6] for r in raw)
+        starts = [0, *accumulate(counts)]
         self.steps: tuple[int, ...] = tuple(r[0] for r in raw)
         self.message_ids: tuple[str, ...] = tuple(r[1] for r in raw)
-        self.dropped_counts: tuple[int, ...] = tuple(b - a for a, b in zip(starts, starts[1:]))
+        self.dropped_counts: tuple[int, ...] = tuple(counts)
         self._starts = array("q", starts)  # not containers: nothing for the GC to walk
         self._seqs = array("q", seqs)
         self._messages = messages
@@ -654,6 +650,8 @@ def _check_messages(messages: Sequence[Message]) -> None:
 
 
 _ID = attrgetter("id")
+_FIRST = itemgetter(0)
+_SECOND = itemgetter(1)
 
 
 def _plain_stats(tokens: list[int], settings: HistorySettings) -> ReplayStats:
