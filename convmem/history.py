@@ -779,38 +779,41 @@ class History:
             return out
         # With clearing on, an item is a list so a clearing can swap its message in place (the run,
         # a tool group and the clearing queues share the one item).
-        item = [step, message] if self._editing else (step, message)
+        editing = self._editing
+        item = [step, message] if editing else (step, message)
         role = message.role
-        peak = self._total + message.tokens  # the total with it appended, before any drop
+        tokens = message.tokens
+        peak = self._total + tokens  # the total with it appended, before any drop
         dropped: list[tuple[_Item, str]] | None = None
         trigger: str | None = None
 
-        if role == "user" and self._pin_latest_user:
-            old = self._latest_user
-            self._latest_user = item
-            if old is not None:
-                if old[0] < self._frontier:
-                    # Kept only by its pin, cut off from the run: the suffix rule drops it now.
-                    self._head_user = None
-                    self._total -= old[1].tokens
-                    self._kept_count -= 1
-                    ids.discard(old[1].id)
-                    dropped = [(old, PIN_MOVED)]
-                    trigger = TRIGGER_PIN_MOVED
-                elif self._head_user is old:
-                    # Parked by a cut that dropped nothing after it: it rejoins the run's left end.
-                    self._head_user = None
-                    self._run.appendleft(old)
-
-        if self._keep_tool_groups and (role == "assistant" or role == "tool"):
+        if role == "user":
+            if self._pin_latest_user:
+                old = self._latest_user
+                self._latest_user = item
+                if old is not None:
+                    if old[0] < self._frontier:
+                        # Kept only by its pin, cut off from the run: the suffix rule drops it now.
+                        self._head_user = None
+                        self._total -= old[1].tokens
+                        self._kept_count -= 1
+                        ids.discard(old[1].id)
+                        dropped = [(old, PIN_MOVED)]
+                        trigger = TRIGGER_PIN_MOVED
+                    elif self._head_user is old:
+                        # Parked by a cut that dropped nothing after it: it rejoins the run's left end.
+                        self._head_user = None
+                        self._run.appendleft(old)
+        elif self._keep_tool_groups:
             if role == "assistant":
                 self._last_assistant = step
                 if message.tool_call_ids:  # a group object only for messages that call tools
                     group = _Group()
                     self._group_of[step] = group
+                    groups = self._groups
                     for call_id in message.tool_call_ids:
-                        self._groups[call_id] = group
-            else:
+                        groups[call_id] = group
+            elif role == "tool":
                 group = None
                 if message.tool_call_id is not None:
                     # By id: the kept message that declared it (the latest declaration); an id
@@ -832,24 +835,25 @@ class History:
 
         self._run.append(item)
         ids.add(message_id)
-        total = self._total = self._total + message.tokens
+        total = self._total = self._total + tokens
         self._kept_count += 1
-        if self._clear_thinking is not None and role == "assistant":
-            think = min(think, message.tokens)
-            if think > 0:
-                freed = self._think_pass(item, think, step)
-                peak -= freed
-                total = self._total
-        clear = self._clear
-        if clear is not None:
-            # Context editing first (docs/decisions.md, "Clearing"): clear old tool results in
-            # place; drop or summarize below only if the total is still over the limit.
-            if role == "tool":
-                self._register_tool(item)
-            if total > clear.trigger and self._gain > 0:
-                freed = self._clear_pass(step, message_id)
-                peak -= freed
-                total = self._total
+        if editing:
+            if self._clear_thinking is not None and role == "assistant":
+                think = min(think, tokens)
+                if think > 0:
+                    freed = self._think_pass(item, think, step)
+                    peak -= freed
+                    total = self._total
+            clear = self._clear
+            if clear is not None:
+                # Context editing first (docs/decisions.md, "Clearing"): clear old tool results in
+                # place; drop or summarize below only if the total is still over the limit.
+                if role == "tool":
+                    self._register_tool(item)
+                if total > clear.trigger and self._gain > 0:
+                    freed = self._clear_pass(step, message_id)
+                    peak -= freed
+                    total = self._total
         if total > self._limit:
             trigger = TRIGGER_LIMIT
         elif trigger is None:
