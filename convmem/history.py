@@ -1105,7 +1105,9 @@ class History:
         self._kept_count -= 1
         self._ids.discard(m.id)
         dropped.append((item, reason))
-        if self._clear is not None and m.role == "tool":
+        if not self._editing:
+            pass
+        elif self._clear is not None and m.role == "tool":
             self._forget_tool(item)
         elif self._clear_thinking is not None and m.role == "assistant":
             if self._think_live.pop(seq, None) is None:
@@ -1113,8 +1115,9 @@ class History:
             queue = self._think_queue
             while queue and queue[0][0] not in self._think_live:
                 queue.popleft()
-        if self._group_of:
-            group = self._group_of.pop(seq, None)
+        group_of = self._group_of
+        if group_of:
+            group = group_of.pop(seq, None)
             if group is not None:
                 # The group leaves with its call: forget its call ids (unless a newer kept message
                 # declared the same id) and its results, so nothing outlives what is kept.
@@ -1123,19 +1126,26 @@ class History:
                     if groups.get(call_id) is group:
                         del groups[call_id]
                 group.dead = True
-                dead = self._dead
-                for r in group.results:
-                    if r[0] not in dead:
-                        dead.add(r[0])
-                        self._total -= r[1].tokens
-                        self._kept_count -= 1
-                        self._ids.discard(r[1].id)
-                        dropped.append((r, TOOL_GROUP))
-                        if self._clear is not None:
-                            self._forget_tool(r)
-                if group.results:
+                results = group.results
+                if results:
+                    dead = self._dead
+                    discard = self._ids.discard
+                    clear = self._clear
+                    total = self._total
+                    kept = self._kept_count
+                    for r in results:
+                        if r[0] not in dead:
+                            dead.add(r[0])
+                            total -= r[1].tokens
+                            kept -= 1
+                            discard(r[1].id)
+                            dropped.append((r, TOOL_GROUP))
+                            if clear is not None:
+                                self._forget_tool(r)
+                    self._total = total
+                    self._kept_count = kept
                     self._unordered = True  # later drops may be older than these results
-                group.results = []
+                    group.results = []
 
     def _finish(
         self,
