@@ -40,11 +40,12 @@ from .history import (
     compaction_from_raw,
 )
 from .message import Message
-from .summarizers import ExtractiveSummarizer
+from .summarizers import ExtractiveSummarizer, _span_text
 
 __all__ = [
     "HistorySettings",
     "CompactionLog",
+    "SummaryLog",
     "Replay",
     "ReplayStats",
     "SweepRow",
@@ -281,6 +282,86 @@ class CompactionLog(Sequence[Compaction]):
         return f"CompactionLog({len(self.steps)} records)"
 
 
+class SummaryLog(Sequence["Message | None"]):
+    """The accepted summaries of a replay, in order, each built into a Message only on access.
+
+    Entry ``i`` is the summary accepted by the ``i``-th record whose summarizer outcome was
+    accepted, as it stood after that add: a :class:`~convmem.Message` (id, role, tokens and
+    content equal to what :class:`~convmem.ExtractiveSummarizer` makes eagerly), or None when the
+    same add removed it again (pinned messages left it no room). ``ids`` and ``tokens`` are plain
+    columns (None / 0 for those entries); :meth:`get` finds a summary by id.
+
+    Why lazy: a replay of 10^5 messages makes ~20,000 summaries of ~12 KB each (0.2-0.3 GB of
+    text, and most of the replay's time spent joining it). The replay's summarizer keeps every
+    line it made once (O(dropped messages)) and each summary as a span of that log; a summary's
+    text is joined from its span when read: O(its lines) per access, nothing kept after it.
+
+    Args:
+        summaries: the summary messages History held, ``content=None`` when made deferred (their
+            text comes from ``summarizer``), else kept as they are; None entries stay None.
+        summarizer: the replay's deferred ExtractiveSummarizer, or None.
+    """
+
+    __slots__ = ("ids", "tokens", "_role", "_calls", "_full", "_spans", "_index")
+
+    def __init__(self, summaries: Sequence[Message | None] = (), summarizer: ExtractiveSummarizer | None = None) -> None:
+        self.ids: tuple[str | None, ...] = tuple(None if m is None else m.id for m in summaries)
+        self.tokens: tuple[int, ...] = tuple(0 if m is None else m.tokens for m in summaries)
+        made = summarizer._made if summarizer is not None else {}
+        calls = [-1 if m is None or m.content is not None else made.get(m.id, -1) for m in summaries]
+        self._calls = array("q", calls)
+        # Summaries not made by the deferred summarizer (eager ones) are kept whole.
+        self._full = {i: m for i, (m, c) in enumerate(zip(summaries, calls)) if m is not None and c < 0}
+        self._role = summarizer.role if summarizer is not None else "system"
+        # The summarizer's log and spans (not the summarizer: nothing of its counter is kept).
+        self._spans = None if summarizer is None else summarizer._spans()
+        self._index: dict[str, int] | None = None
+
+    def __len__(self) -> int:
+        return len(self.ids)
+
+    def _build(self, i: int) -> Message | None:
+        sid = self.ids[i]
+        if sid is None:
+            return None
+        call = self._calls[i]
+        if call < 0:
+            return self._full[i]
+        assert self._spans is not None
+        return Message(sid, self._role, self.tokens[i], content=_span_text(self._spans, call))
+
+    @overload
+    def __getitem__(self, i: int) -> Message | None: ...
+    @overload
+    def __getitem__(self, i: slice) -> list[Message | None]: ...
+    def __getitem__(self, i):
+        if isinstance(i, slice):
+            return [self._build(j) for j in range(*i.indices(len(self.ids)))]
+        if i < 0:
+            i += len(self.ids)
+        if not 0 <= i < len(self.ids):
+            raise IndexError(f"SummaryLog index {i} out of range (len {len(self.ids)})")
+        return self._build(i)
+
+    def get(self, summary_id: str) -> Message | None:
+        """The summary with id ``summary_id`` (a Message with its content), or None when no
+        accepted summary has it. O(1) after a first O(len) call builds the index."""
+        if self._index is None:
+            self._index = {sid: i for i, sid in enumerate(self.ids) if sid is not None}
+        i = self._index.get(summary_id)
+        return None if i is None else self._build(i)
+
+    def __eq__(self, other: object) -> bool:
+        if isinstance(other, (SummaryLog, list, tuple)):
+            return len(self) == len(other) and list(self) == list(other)
+        return NotImplemented
+
+    __hash__ = None  # type: ignore[assignment]
+
+    def __repr__(self) -> str:
+        return f"SummaryLog({len(self.ids)} summaries)"
+
+
 @dataclass(frozen=True, slots=True)
 class Replay:
     """The trace of one conversation through one History.
@@ -290,7 +371,8 @@ class Replay:
     None while kept), ``drop_reason``, ``summarized``. ``compactions`` are History's records, as a
     lazily built :class:`CompactionLog`.
     ``summaries`` are the accepted summary messages, in order (their ids are the accepted
-    :class:`~convmem.history.SummaryEvent` ids), so a UI can show a summary's text.
+    :class:`~convmem.history.SummaryEvent` ids), as a :class:`SummaryLog` that builds each one's
+    text on access (``summaries.get(id)`` finds one by id), so a UI can show a summary's text.
     """
 
     messages: tuple[Message, ...]
@@ -304,7 +386,7 @@ class Replay:
     compactions: CompactionLog
     final_context: tuple[Message, ...]
     stats: ReplayStats = field(repr=False)
-    summaries: tuple[Message, ...] = field(default=(), repr=False)
+    summaries: SummaryLog = field(default_factory=SummaryLog, repr=False)
     clearings: tuple[Clearing, ...] = field(default=(), repr=False)
     cleared_at: tuple[int | None, ...] = field(default=(), repr=False)
 
@@ -389,6 +471,10 @@ def _replay(
             kept[step] = h._kept_count
             step += 1
     else:
+        summarizer = h._summarizer
+        if isinstance(summarizer, ExtractiveSummarizer):
+            summarizer._defer()  # summaries as spans of one line log; text built on access
+
         def on_record(raw: tuple) -> None:
             # The summary accepted by this record, as it stands after the add (None when the
             # same add removed it again: pinned messages left it no room).
@@ -468,6 +554,13 @@ def _replay(
         gone_steps = [i for i, d in enumerate(dropped_at) if d is not None]
         messages_dropped = len(gone_steps)
         dropped_tokens = sum(messages[i].tokens for i in gone_steps)
+    summary_log = _summary_log(history, summaries)
+    if final_context is None:
+        final_context = tuple(history.context())
+        if history._summary is not None and history._summary.content is None:
+            # The deferred summary in place: the context shows it with its text.
+            full = summary_log.get(history._summary.id)
+            final_context = tuple(full if m is history._summary else m for m in final_context)
     limit = settings.limit
     tokens_sent = sum(totals)
     stats = ReplayStats(
@@ -495,12 +588,20 @@ def _replay(
         drop_reason=tuple(reason),
         summarized=tuple(summarized),
         compactions=CompactionLog(list(records)),
-        final_context=tuple(history.context()) if final_context is None else final_context,
+        final_context=final_context,
         stats=stats,
-        summaries=tuple(summaries),
+        summaries=summary_log,
         clearings=tuple(clearings),
         cleared_at=tuple(cleared_at),
     )
+
+
+def _summary_log(history: History, summaries: list[Message | None]) -> SummaryLog:
+    """The replay's accepted summaries as a :class:`SummaryLog` (its deferred summarizer's spans)."""
+    summarizer = history._summarizer
+    if isinstance(summarizer, ExtractiveSummarizer) and summarizer._deferred:
+        return SummaryLog(summaries, summarizer)
+    return SummaryLog(summaries)
 
 
 def _walk_base_rule(
@@ -717,6 +818,8 @@ def _history_stats(
             clear_acc[3] = current[0]
 
     history = settings.build(count_tokens, tool_names=tool_names, on_clearing=on_clearing, thinking=thinking)
+    if isinstance(history._summarizer, ExtractiveSummarizer):
+        history._summarizer._defer()  # no text is read: summaries as spans only
     limit = settings.limit
     acc = [0, 0, 0, 0, 0, 0]  # compactions, dropped, dropped tokens, prefix, accepted, rejected
 
