@@ -343,6 +343,18 @@ class SummaryLog(Sequence["Message | None"]):
             raise IndexError(f"SummaryLog index {i} out of range (len {len(self.ids)})")
         return self._build(i)
 
+    def _stubs(self):
+        """Each entry without building its text: deferred summaries as ``Message(id, role,
+        tokens)`` (no content), others as they are. O(1) per entry (convmem.prompt_cache)."""
+        role, full = self._role, self._full
+        for i, (sid, tokens, call) in enumerate(zip(self.ids, self.tokens, self._calls)):
+            if sid is None:
+                yield None
+            elif call < 0:
+                yield full[i]
+            else:
+                yield Message(sid, role, tokens)
+
     def get(self, summary_id: str) -> Message | None:
         """The summary with id ``summary_id`` (a Message with its content), or None when no
         accepted summary has it. O(1) after a first O(len) call builds the index."""

@@ -332,7 +332,7 @@ else:
     outcome = event.summary
     st.text(summary_outcome_text(outcome))
     if outcome is not None and outcome.accepted and outcome.id != getattr(outcome, "removed_id", None):
-        text = next((s.content for s in r.summaries if s is not None and s.id == outcome.id), None)
+        text = getattr(r.summaries.get(outcome.id), "content", None)
         if text:
             st.code(text, language=None, wrap_lines=True)
 
