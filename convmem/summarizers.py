@@ -29,6 +29,7 @@ assistant: Sure, which order is it?
 
 from __future__ import annotations
 
+import unicodedata
 from array import array
 from bisect import bisect_left
 from collections.abc import Callable, Sequence
@@ -128,6 +129,22 @@ def _cached_lines(key: tuple) -> dict:
     return _LINE_CACHE.setdefault(key, {})
 
 
+def _last_piece(line: str) -> str:
+    r"""The last piece cl100k_base's pre-tokenizer makes of a line ending in punctuation: its
+    trailing run of characters that are neither whitespace, letters nor numbers, with the one
+    space before it (the pattern `` ?[^\s\p{L}\p{N}]++[\r\n]*``, which also takes a following
+    ``"\n"``). "" when the line ends otherwise."""
+    i = len(line)
+    while i > 0:
+        ch = line[i - 1]
+        if ch.isspace() or ch.isalpha() or unicodedata.category(ch)[0] == "N":
+            break
+        i -= 1
+    if i > 0 and line[i - 1] == " ":
+        i -= 1
+    return line[i:]
+
+
 def _span_text(spans: tuple[list, list, array, array], call: int) -> str:
     """The content of the summary made by deferred call number ``call`` (0-based) of an
     ExtractiveSummarizer, from its ``_spans()``. O(the summary's lines)."""
@@ -210,6 +227,7 @@ class ExtractiveSummarizer:
     _nl: int = field(default=0, init=False, repr=False, compare=False)
     _memo: dict | None = field(default=None, init=False, repr=False, compare=False)
     _own: bool = field(default=False, init=False, repr=False, compare=False)  # additive, resolved
+    _tails: bool = field(default=False, init=False, repr=False, compare=False)  # cl100k_base: see _with_newline
     # Deferred (replay) mode: per call, the span of its summary: clipped oldest line (or None),
     # first and end log positions; and the summary ids made -> call index (0-based).
     _deferred: bool = field(default=False, init=False, repr=False, compare=False)
@@ -291,11 +309,17 @@ class ExtractiveSummarizer:
 
     def _with_newline(self, line: str, tokens: int, count) -> int:
         """count(line + "\n"): a line ending in a letter or digit gains the "\n" piece alone
-        (convmem's counters); after punctuation the "\n" joins the last piece."""
+        (convmem's counters); after punctuation the "\n" joins the last piece, which under
+        cl100k_base is the line's trailing run of punctuation (with the space before it): only
+        that piece is counted again (tests/test_summary_log.py checks it on random text)."""
         if self._memo is None:
             return count(line + "\n")
         if line[-1].isalnum():
             return tokens + self._count("\n", count)
+        if self._tails:
+            piece = _last_piece(line)
+            if piece:
+                return tokens - self._count(piece, count) + self._count(piece + "\n", count)
         return self._count(line + "\n", count)
 
     def _count(self, text: str, count) -> int:
@@ -394,6 +418,8 @@ class ExtractiveSummarizer:
                 memo = None
             self._own = memo is not None or bool(self.additive)
             self._memo = memo
+            owner = getattr(count, "__self__", None)
+            self._tails = memo is not None and type(owner).__name__ == "TiktokenCounter" and owner.name == "cl100k_base"
         memo = self._memo
         additive = self._own
         if self._deferred and memo is not None:

@@ -206,3 +206,21 @@ def test_summary_log_sequence_api():
     # the stubs convmem.prompt_cache reads: same ids and tokens, no text built
     stubs = list(log._stubs())
     assert [(m.id, m.tokens, m.content) for m in stubs] == [(m.id, m.tokens, None) for m in log]
+
+
+@settings(max_examples=400, deadline=None)
+@given(st.text(alphabet="ab .,?!:;'\"()[]-–…é\u0301ü1²½一\u200b\u00a0\t#$%*+/<=>@\\^_`|~s", min_size=1, max_size=40))
+def test_a_line_with_its_newline_counts_its_last_piece_again(text):
+    """Under cl100k_base, count(line + "\\n") is count(line) with the last piece (a trailing run of
+    punctuation) counted again with the "\\n"; the summarizer's sums rest on it."""
+    from convmem.summarizers import _last_piece
+
+    s = ExtractiveSummarizer(max_tokens=100, count_tokens=TIKTOKEN)
+    s(None, [Message("x", "user", 1, content="warm")])  # resolves the counter (memo, cl100k rule)
+    assert s._tails == (TIKTOKEN.__self__.name == "cl100k_base")
+    line = _line(Message("m", "user", 1, content=text), 120)
+    tokens = TIKTOKEN(line)
+    assert s._with_newline(line, tokens, TIKTOKEN) == TIKTOKEN(line + "\n")
+    if not line[-1].isalnum():
+        piece = _last_piece(line)
+        assert piece and line.endswith(piece) and TIKTOKEN(line) - TIKTOKEN(piece) + TIKTOKEN(piece + "\n") == TIKTOKEN(line + "\n")
