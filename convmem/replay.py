@@ -23,7 +23,7 @@ from collections import deque
 from collections.abc import Sequence
 from dataclasses import dataclass, field, replace
 from itertools import accumulate, chain, islice, repeat
-from operator import attrgetter, itemgetter
+from operator import attrgetter, itemgetter, methodcaller
 from typing import overload
 
 from .history import (
@@ -40,7 +40,7 @@ from .history import (
     compaction_from_raw,
 )
 from .message import Message
-from .summarizers import ExtractiveSummarizer, _span_text
+from .summarizers import ExtractiveSummarizer, _own_counter_memo, _span_text
 
 __all__ = [
     "HistorySettings",
@@ -482,6 +482,12 @@ def _replay(
             totals[step] = h._total
             kept[step] = h._kept_count
             step += 1
+    elif _summary_walk_applies(messages, settings, h, count_tokens):
+        h._summarizer._defer()
+        totals, kept, final_summary, lo = _walk_summaries(messages, h, records, summaries)
+        final_context = tuple(messages[lo:])
+        if final_summary is not None:
+            final_context = (_full_summary(h._summarizer, final_summary), *final_context)
     else:
         summarizer = h._summarizer
         if isinstance(summarizer, ExtractiveSummarizer):
@@ -606,6 +612,108 @@ def _replay(
         clearings=tuple(clearings),
         cleared_at=tuple(cleared_at),
     )
+
+
+def _summary_walk_applies(messages, settings: HistorySettings, h: History, count_tokens) -> bool:
+    """Whether :func:`_walk_summaries` may stand in for History: summaries on with no pin, group,
+    start_on_user or clearing policy, the replay's own ExtractiveSummarizer under convmem's own
+    counters (which never raise on a str), and no message id that a summary id could repeat
+    (History refuses such an add; the walk leaves those to History)."""
+    summarizer = h._summarizer
+    if (
+        settings.pin_system or settings.pin_latest_user or settings.keep_tool_groups or settings.start_on_user
+        or settings.clear_trigger is not None or settings.clear_thinking_keep is not None
+        or type(summarizer) is not ExtractiveSummarizer or summarizer.calls
+    ):
+        return False
+    if count_tokens is not None and _own_counter_memo(count_tokens) is None:
+        return False
+    prefix = summarizer.id_prefix + "-"
+    return not any(map(methodcaller("startswith", prefix), map(_ID, messages)))
+
+
+def _walk_summaries(
+    messages: Sequence[Message], h: History, records: deque[tuple], summaries: list[Message | None]
+) -> tuple[list[int], list[int], Message | None, int]:
+    """History's base rule with a summarizer (no other policy) without History.add: the totals
+    and kept counts after each add (summary included), the summary in place at the end, and the
+    first kept step; History's own full-shape records appended to ``records`` and the accepted
+    summaries (as they stand after their add) to ``summaries``.
+
+    As in History: kept is always ``messages[lo:step + 1]`` plus the summary; an add over the
+    limit drops from ``lo`` while the total is over the goal (target - summary budget) plus the
+    summary's tokens, hands the dropped messages to the summarizer and accepts its summary unless
+    it is over the budget or would bring the total over the limit (History._summarize,
+    _remove_summary; the same reasons, word for word). O(n) plus the summarizer; no per-add
+    method call. tests/test_replay_reference.py and tests/test_summary_log.py check it against
+    History (the per-add reference replay).
+    """
+    n = len(messages)
+    totals = [0] * n
+    kept = [0] * n
+    limit, goal, budget = h._limit, h._goal, h._budget
+    summarize = h._summarizer
+    summary: Message | None = None
+    s_tokens = 0
+    total = 0
+    lo = 0
+    append = records.append
+    step = 0
+    for m in messages:
+        total += m.tokens
+        if total > limit:
+            peak = total
+            first = lo
+            stop_at = goal + s_tokens
+            while total > stop_at and lo <= step:
+                total -= messages[lo].tokens
+                lo += 1
+            event = None
+            dropped: list = []
+            if lo > first:
+                gone = messages[first:lo]
+                dropped = [((first + k, d), TOO_BIG if d.tokens > goal else OVER_LIMIT) for k, d in enumerate(gone)]
+                new = summarize(summary, gone)
+                if new.tokens > budget:
+                    event = SummaryEvent(False, new.id, new.tokens, budget, reason=(
+                        f"summary has {new.tokens} tokens, over the summary_budget of {budget}"))
+                elif total - s_tokens + new.tokens > limit:
+                    event = SummaryEvent(False, new.id, new.tokens, budget, reason=(
+                        f"summary has {new.tokens} tokens; with the pinned messages the total would be "
+                        f"{total - s_tokens + new.tokens}, over the limit of {limit}"))
+                else:
+                    total += new.tokens - s_tokens
+                    event = SummaryEvent(True, new.id, new.tokens, budget,
+                                         replaced_id=summary.id if summary is not None else None)
+                    summary, s_tokens = new, new.tokens
+            if summary is not None and total > limit:
+                why = (
+                    f"summary {summary.id!r} removed: the pinned messages leave no room for its "
+                    f"{summary.tokens} tokens under the limit of {limit}"
+                )
+                if event is None:
+                    event = SummaryEvent(False, summary.id, summary.tokens, budget, reason=why, removed_id=summary.id)
+                else:
+                    event = SummaryEvent(event.accepted, event.id, event.tokens, event.budget,
+                                         replaced_id=event.replaced_id,
+                                         reason=f"{event.reason}; {why}" if event.reason else why,
+                                         removed_id=summary.id)
+                total -= s_tokens
+                summary, s_tokens = None, 0
+            if dropped or event is not None:
+                append((step, m.id, TRIGGER_LIMIT, peak, total, dropped, event))
+                if event is not None and event.accepted:
+                    summaries.append(summary)
+        totals[step] = total
+        kept[step] = step + 1 - lo + (summary is not None)
+        step += 1
+    return totals, kept, summary, lo
+
+
+def _full_summary(summarizer: ExtractiveSummarizer, summary: Message) -> Message:
+    """The deferred summary ``summary`` with its text."""
+    return Message(summary.id, summary.role, summary.tokens,
+                   content=_span_text(summarizer._spans(), summarizer._made[summary.id]))
 
 
 def _summary_log(history: History, summaries: list[Message | None]) -> SummaryLog:

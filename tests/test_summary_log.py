@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import gc
 import pickle
+from contextlib import contextmanager
 from dataclasses import replace
 
 import pytest
@@ -20,7 +21,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 import convmem.summarizers as summarizers
-from convmem import ExtractiveSummarizer, HistorySettings, Message, SummaryLog, replay
+from convmem import ExtractiveSummarizer, History, HistorySettings, Message, SummaryLog, replay
 from convmem.summarizers import _line, _span_text
 from convmem.tokens import make_counter
 from reference_replay import reference_replay
@@ -224,3 +225,58 @@ def test_a_line_with_its_newline_counts_its_last_piece_again(text):
     if not line[-1].isalnum():
         piece = _last_piece(line)
         assert piece and line.endswith(piece) and TIKTOKEN(line) - TIKTOKEN(piece) + TIKTOKEN(piece + "\n") == TIKTOKEN(line + "\n")
+
+
+@st.composite
+def summary_only_cases(draw):
+    """Summaries with no other policy: the case replay walks without History.add."""
+    limit = draw(st.one_of(st.integers(0, 40), st.integers(40, 400)))
+    target = draw(st.one_of(st.none(), st.integers(0, limit)))
+    cap = limit if target is None else target
+    s = HistorySettings(limit, target, summary_budget=draw(st.integers(0, cap)))
+    msgs = draw(conversations(limit, 40, KINDS))
+    texts = draw(st.lists(TEXTS, min_size=len(msgs), max_size=len(msgs)))
+    msgs = [replace(m, id=f"m{i}", content=t or None) for i, (m, t) in enumerate(zip(msgs, texts))]
+    return s, msgs, draw(st.sampled_from([TIKTOKEN, APPROX, None]))
+
+
+@contextmanager
+def history_add_forbidden():
+    """History.add raises inside: the walk must not call it."""
+    saved = History.add
+
+    def add(self, message):
+        raise AssertionError("History.add called")
+
+    History.add = add
+    try:
+        yield
+    finally:
+        History.add = saved
+
+
+@settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(summary_only_cases())
+def test_summary_walk_equals_history(case):
+    s, msgs, count = case
+    want = reference_replay(msgs, s, count)
+    with history_add_forbidden():
+        got = replay(msgs, s, count_tokens=count)
+    assert_same(got, want)
+    assert list(got.summaries) == list(want.summaries)
+
+
+def test_summary_walk_leaves_ids_a_summary_could_repeat_to_history():
+    """Message ids shaped like summary ids: History refuses an add whose id is the summary in
+    place, and a summary whose id a kept message has; the walk leaves such conversations to
+    History, so replay raises and records exactly as History does."""
+    msgs = [Message(f"m{k}", "user", 5, content=f"text {k}") for k in range(6)]
+    in_place = replay(msgs, HistorySettings(12, summary_budget=6)).final_context[0].id
+    assert in_place.startswith("summary-")
+    with pytest.raises(ValueError, match=f"'{in_place}' is already the id of the summary in place"):
+        replay([*msgs, Message(in_place, "user", 5)], HistorySettings(12, summary_budget=6))
+    clash = [Message(f"summary-{k // 2}" if k % 2 == 0 else f"m{k}", "user", 5, content=f"text {k}") for k in range(12)]
+    s = HistorySettings(12, summary_budget=6)
+    got, want = replay(clash, s), reference_replay(clash, s, None)
+    assert_same(got, want)
+    assert any("is the id of a kept message" in (e.reason or "") for _step, e in got.compactions.summary_events)
