@@ -938,8 +938,6 @@ def _history_stats(
             clear_acc[3] = current[0]
 
     history = settings.build(count_tokens, tool_names=tool_names, on_clearing=on_clearing, thinking=thinking)
-    if isinstance(history._summarizer, ExtractiveSummarizer):
-        history._summarizer._defer()  # no text is read: summaries as spans only
     limit = settings.limit
     acc = [0, 0, 0, 0, 0, 0]  # compactions, dropped, dropped tokens, prefix, accepted, rejected
 
@@ -968,23 +966,37 @@ def _history_stats(
             acc[3] += 1
             clear_acc[3] = -2 - step  # counted: a clearing and a drop of one add are one change
 
-    history._attach_sink(sink)
-    history._records = deque(maxlen=0)  # the sink sees every record; none is kept
-    add = history.add
     total_sum = 0
     max_total = 0
     over = 0
-    for step, m in enumerate(messages):
-        current[0] = step
-        add(m)
-        if clear_acc[3] == step:  # a clearing changed the prefix and no record followed
-            acc[3] += 1
-        total = history._total
-        total_sum += total
-        if total > max_total:
-            max_total = total
-        if total > limit:
-            over += 1
+    if _summary_walk_applies(messages, settings, history, count_tokens):
+        # Summaries with no other policy: replay's walk, its records folded afterwards.
+        history._summarizer._defer()
+        records: deque[tuple] = deque()
+        totals, _kept, _summary, _lo = _walk_summaries(messages, history, records, [])
+        for raw in records:
+            current[0] = raw[0]
+            sink(raw)
+        total_sum = sum(totals)
+        max_total = max(totals, default=0)
+        over = sum(1 for t in totals if t > limit)
+    else:
+        if isinstance(history._summarizer, ExtractiveSummarizer):
+            history._summarizer._defer()  # no text is read: summaries as spans only
+        history._attach_sink(sink)
+        history._records = deque(maxlen=0)  # the sink sees every record; none is kept
+        add = history.add
+        for step, m in enumerate(messages):
+            current[0] = step
+            add(m)
+            if clear_acc[3] == step:  # a clearing changed the prefix and no record followed
+                acc[3] += 1
+            total = history._total
+            total_sum += total
+            if total > max_total:
+                max_total = total
+            if total > limit:
+                over += 1
     n = len(messages)
     return ReplayStats(
         compactions=acc[0],
