@@ -107,6 +107,38 @@ def replay_rows(messages, old, repeat: int, limit: int = 32_000, budget: int = 3
               f" eager {eager_chars / 1e6:,.1f} M chars, deferred log {log_chars / 1e6:,.1f} M chars")
 
 
+def walk_rows(messages, repeat: int, limit: int = 32_000, budget: int = 3_000) -> None:
+    """replay() and sweep_limits (5 limits) with summaries and no other policy: replay's walk
+    against the same through History.add (the walk switched off), line caches warm."""
+    replay_module = sys.modules["convmem.replay"]
+    from convmem import sweep_limits
+
+    saved = replay_module._summary_walk_applies
+    settings = HistorySettings(limit, summary_budget=budget)
+    limits = [limit - 2_000 * k for k in range(5)]
+    replay(messages, settings)  # warm the line caches
+    times: dict[str, list[float]] = {}
+    for _ in range(repeat):
+        for walk in (False, True):
+            if not walk:
+                replay_module._summary_walk_applies = lambda *a: False
+            try:
+                t0 = time.perf_counter()
+                replay(messages, settings)
+                t1 = time.perf_counter()
+                sweep_limits(messages, settings, limits)
+                t2 = time.perf_counter()
+            finally:
+                replay_module._summary_walk_applies = saved
+            times.setdefault(f"replay {walk}", []).append(t1 - t0)
+            times.setdefault(f"sweep {walk}", []).append(t2 - t1)
+    med = {k: statistics.median(v) for k, v in times.items()}
+    for what in ("replay", "sweep"):
+        h, w = med[f"{what} False"], med[f"{what} True"]
+        label = "replay" if what == "replay" else "sweep_limits, 5 limits"
+        print(f"  {label:<24} History.add {h:6.3f} s   walk {w:6.3f} s   ({h / w:4.1f}x)")
+
+
 def main() -> None:
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     p.add_argument("--n", type=int, default=20_000, help="messages")
@@ -119,6 +151,8 @@ def main() -> None:
     msgs = generate_conversation(args.n, seed=7).messages
     print(f"replay() with summaries, {args.n:,} synthetic messages, limit 32,000, budget 3,000 tokens")
     replay_rows(msgs, old, args.repeat)
+    print("summaries with no other policy: replay's walk against History.add (line caches warm)")
+    walk_rows(msgs, args.repeat)
     if args.replay_only:
         return
     combos = {"none": {}, "start_on_user": {"start_on_user": True},
