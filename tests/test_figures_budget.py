@@ -169,6 +169,42 @@ def test_context_window_summary_row_and_selected_line():
     assert any(sh.x0 == 4 for sh in fig.layout.shapes)
 
 
+def _covered(pairs):
+    """Steps covered by half-open [x0, x1) intervals."""
+    out = set()
+    for x0, x1 in pairs:
+        out.update(range(int(x0), int(x1)))
+    return out
+
+
+@pytest.mark.parametrize(("pins", "limit", "budget"), [(False, 3000, 600), (True, 1500, 1000)])
+def test_summary_row_merges_consecutive_summaries_past_max_bars(pins, limit, budget):
+    """Thousands of summaries: the summary row keeps at most ~max_bars bars, covers exactly the
+    steps the summaries cover (gaps after a removal stay gaps), and its hovers count every one."""
+    import re
+
+    msgs = generate_conversation(3000, seed=11).messages
+    s = HistorySettings(limit, pin_system=pins, pin_latest_user=pins, summary_budget=budget)
+    a = fb.replay_arrays(replay(msgs, s))
+    spans = a.summary_spans
+    assert len(spans) > 200
+    fig = fb.context_window_figure(a, max_bars=50)
+    row = _trace(fig, "summary")
+    x = np.asarray(row.x, dtype=float)
+    bars = list(zip(x[0::3], x[1::3]))
+    gaps = sum(1 for p, q in zip(spans, spans[1:]) if q[2] != p[3])
+    assert (gaps > 0) == pins  # pinned messages leave a summary no room now and then: removed
+    assert len(bars) <= 50 + gaps + 1 and "per bar" in row.name and "per bar" in fig.layout.title.text
+    n = a.n
+    assert _covered(bars) == _covered((sp[2], min(sp[3], n - 1)) for sp in spans)
+    counts = [int(m.group(1).replace(",", "")) if (m := re.match(r"([\d,]+) summaries", t)) else 1
+              for t in row.hovertext[0::3]]
+    assert sum(counts) == len(spans)
+    # Under max_bars nothing is merged: one bar per summary, as before.
+    few = fb.context_window_figure(a, max_bars=10_000)
+    assert len(_trace(few, "summary").x) == 3 * len(spans) and _trace(few, "summary").name == "summary"
+
+
 # ------------------------------------------------------------------------------ 10^5 messages
 
 
@@ -267,6 +303,25 @@ def test_messages_table(base):
     assert df.equals(tb.messages_table(r, tb.base_table(r.messages)))
     csv = df.to_csv(index=False)
     assert csv.splitlines()[0].startswith("step,id,role,tokens,dropped at,status,reason")
+
+
+@pytest.mark.parametrize("summary_budget", [None, 300])
+def test_messages_table_rows_equal_the_same_rows_of_the_whole_table(summary_budget):
+    """The page builds only the rows it shows: every slice equals those rows of the full table."""
+    msgs = generate_conversation(600, seed=5).messages
+    r = replay(msgs, HistorySettings(2000, pin_system=True, keep_tool_groups=True, summary_budget=summary_budget))
+    full = tb.messages_table(r)
+    assert (full["status"] == "dropped").sum() > 100 and (full["status"] == "kept").sum() >= 3
+    if summary_budget is not None:
+        assert full["summarized"].sum() > 0
+    n = len(msgs)
+    for start, stop in [(0, 100), (100, 200), (550, 600), (500, 1000), (0, n), (599, 600), (300, 300), (0, None)]:
+        part = tb.messages_table(r, start=start, stop=stop)
+        want = full.iloc[start:stop].reset_index(drop=True)
+        pd.testing.assert_frame_equal(part, want)
+        assert part.equals(tb.messages_table(r, tb.base_table(msgs, start, stop), start, stop))
+    with pytest.raises(ValueError, match="base has 10 rows, expected 100"):
+        tb.messages_table(r, tb.base_table(msgs, 0, 10), 0, 100)
 
 
 def test_drop_event_table(base):
