@@ -21,7 +21,7 @@ import math
 from collections import Counter
 from collections.abc import Sequence
 from dataclasses import dataclass
-from itertools import repeat
+from itertools import compress, repeat
 from operator import attrgetter
 
 import numpy as np
@@ -39,6 +39,9 @@ __all__ = [
     "SETTING_COLORS",
     "ReplayArrays",
     "replay_arrays",
+    "MessageArrays",
+    "message_arrays",
+    "summary_spans",
     "event_hover",
     "minmax_indices",
     "totals_figure",
@@ -66,6 +69,8 @@ _NONE_TO_MINUS_ONE: dict = {None: -1}
 _TOKENS = attrgetter("tokens")
 _ROLE = attrgetter("role")
 _ID = attrgetter("id")
+_ACCEPTED = attrgetter("accepted")
+_EV_TOKENS = attrgetter("tokens")
 
 
 def _esc(value: object) -> str:
@@ -140,16 +145,82 @@ def event_hover(c: Compaction, k: int) -> str:
     return "<br>".join(lines)
 
 
-def replay_arrays(r: Replay) -> ReplayArrays:
-    """The arrays every builder reads. O(n + dropped) once per replay."""
+@dataclass(frozen=True, eq=False)
+class MessageArrays:
+    """The settings-free arrays of a conversation (per message, index = add step): ``ids``,
+    ``tokens``, ``role_code`` (index in convmem.ROLES). Built once per conversation (the page
+    caches them) so that a new setting's :func:`replay_arrays` reads only the replay."""
+
+    ids: tuple[str, ...]
+    tokens: np.ndarray
+    role_code: np.ndarray
+
+
+def message_arrays(messages: Sequence) -> MessageArrays:
+    """:class:`MessageArrays` of ``messages`` (Message objects). O(n), C-level iteration."""
+    n = len(messages)
+    return MessageArrays(
+        ids=tuple(map(_ID, messages)),
+        tokens=np.fromiter(map(_TOKENS, messages), dtype=np.int64, count=n),
+        role_code=np.fromiter(map(_ROLE_INDEX.get, map(_ROLE, messages), repeat(0)), dtype=np.int8, count=n),
+    )
+
+
+def _summary_spans_loop(summary_events: Sequence[tuple[int, object]], n: int) -> list[tuple[str, int, int, int]]:
+    """Spans of the accepted summaries, event by event (any removals)."""
+    spans: list[tuple[str, int, int, int]] = []
+    current: tuple[str, int, int] | None = None
+    for step, e in summary_events:
+        if e.accepted:
+            if current is not None:
+                spans.append((*current, step))
+            current = (e.id, e.tokens, step)
+        removed = getattr(e, "removed_id", None)
+        if removed is not None and current is not None and current[0] == removed:
+            spans.append((*current, step))
+            current = None
+    if current is not None:
+        spans.append((*current, n))
+    return spans
+
+
+def summary_spans(summary_events: Sequence[tuple[int, object]], n: int) -> tuple[tuple[str, int, int, int], ...]:
+    """One span ``(id, tokens, first step, end step exclusive)`` per accepted summary, from
+    ``CompactionLog.summary_events`` (``(step, SummaryEvent)`` pairs, in order) of a replay of
+    ``n`` messages: a summary lasts from the add that accepted it to the add that replaced it, or
+    that removed it (the pinned messages left it no room under the limit), else to the end.
+    O(events); with no removal (the usual case) at C level: each span ends where the next begins.
+
+    >>> from convmem.history import SummaryEvent
+    >>> summary_spans([(3, SummaryEvent(True, "s1", 9, 20)), (7, SummaryEvent(False, "s2", 30, 20)),
+    ...                (8, SummaryEvent(True, "s3", 11, 20))], 12)
+    (('s1', 9, 3, 8), ('s3', 11, 8, 12))
+    """
+    if not summary_events:
+        return ()
+    steps, events = zip(*summary_events)
+    if list(map(getattr, events, repeat("removed_id"), repeat(None))).count(None) != len(events):
+        return tuple(_summary_spans_loop(summary_events, n))
+    accepted = list(map(_ACCEPTED, events))
+    first = list(compress(steps, accepted))
+    kept = list(compress(events, accepted))
+    return tuple(zip(map(_ID, kept), map(_EV_TOKENS, kept), first, [*first[1:], n]))
+
+
+def replay_arrays(r: Replay, messages: MessageArrays | None = None) -> ReplayArrays:
+    """The arrays every builder reads. O(n + dropped) once per replay; ``messages`` is
+    :func:`message_arrays` of ``r.messages`` when at hand (the page caches it per conversation:
+    a third of the work). Raises ValueError when ``messages`` has another length."""
     n = len(r.messages)
-    msgs = r.messages
     s = r.settings
     target = s.limit if s.target is None else s.target
     budget = s.summary_budget
+    if messages is None:
+        messages = message_arrays(r.messages)
+    elif len(messages.ids) != n:
+        raise ValueError(f"replay_arrays messages has {len(messages.ids)} messages, the replay {n}")
+    tokens = messages.tokens
     # C-level iteration (map over attrgetter / dict.get): no Python frame per message.
-    tokens = np.fromiter(map(_TOKENS, msgs), dtype=np.int64, count=n)
-    role_code = np.fromiter(map(_ROLE_INDEX.get, map(_ROLE, msgs), repeat(0)), dtype=np.int8, count=n)
     dropped_at = np.fromiter(map(_NONE_TO_MINUS_ONE.get, r.dropped_at, r.dropped_at), dtype=np.int64, count=n)
     reason_code = np.fromiter(map(_REASON_CODE.get, r.drop_reason, repeat(_NO_REASON)), dtype=np.int8, count=n)
     summarized = np.fromiter(r.summarized, dtype=bool, count=n)
@@ -170,24 +241,16 @@ def replay_arrays(r: Replay) -> ReplayArrays:
     np.add.at(per_reason, (event_of, np.maximum(reason_code[gone], 0).astype(np.int64)), tokens[gone] + 1)
     ev_reason = per_reason.argmax(axis=1).astype(np.int8) if m else np.zeros(0, dtype=np.int8)
 
-    # One span per accepted summary: from the add that accepted it to the add that replaced it,
-    # or that removed it (the pinned messages left it no room under the limit), else the end.
+    # The summary in context at each add: its tokens over its span (spans are in order and
+    # disjoint; contiguous unless one was removed).
+    spans = summary_spans(events.summary_events, n)
     summary_tokens = np.zeros(n, dtype=np.int64)
-    spans: list[tuple[str, int, int, int]] = []
-    current: tuple[str, int, int] | None = None
-    for step, e in events.summary_events:
-        if e.accepted:
-            if current is not None:
-                spans.append((*current, step))
-            current = (e.id, e.tokens, step)
-        removed = getattr(e, "removed_id", None)
-        if removed is not None and current is not None and current[0] == removed:
-            spans.append((*current, step))
-            current = None
-    if current is not None:
-        spans.append((*current, n))
-    for _sid, stok, start, stop in spans:
-        summary_tokens[start:stop] = stok
+    if spans:
+        starts = np.fromiter((sp[2] for sp in spans), dtype=np.int64, count=len(spans))
+        stops = np.fromiter((sp[3] for sp in spans), dtype=np.int64, count=len(spans))
+        lengths = stops - starts
+        where = np.repeat(starts - np.concatenate(([0], np.cumsum(lengths)[:-1])), lengths) + np.arange(lengths.sum())
+        summary_tokens[where] = np.repeat(np.fromiter((sp[1] for sp in spans), dtype=np.int64, count=len(spans)), lengths)
 
     return ReplayArrays(
         n=n,
@@ -196,9 +259,9 @@ def replay_arrays(r: Replay) -> ReplayArrays:
         goal=target - (budget or 0),
         has_target=s.target is not None and s.target < s.limit,
         summary_budget=budget,
-        ids=tuple(map(_ID, msgs)),
+        ids=messages.ids,
         tokens=tokens,
-        role_code=role_code,
+        role_code=messages.role_code,
         totals=totals,
         dropped_at=dropped_at,
         reason_code=reason_code,
@@ -210,7 +273,7 @@ def replay_arrays(r: Replay) -> ReplayArrays:
         ev_count=ev_count,
         ev_tokens=ev_tokens,
         ev_reason=ev_reason,
-        summary_spans=tuple(spans),
+        summary_spans=spans,
     )
 
 

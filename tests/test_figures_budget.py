@@ -169,6 +169,30 @@ def test_context_window_summary_row_and_selected_line():
     assert any(sh.x0 == 4 for sh in fig.layout.shapes)
 
 
+@pytest.mark.parametrize(("pins", "limit", "budget"), [(False, 3000, 600), (True, 1500, 1000), (True, 2000, None)])
+def test_replay_arrays_spans_and_message_arrays_equal_the_loop(pins, limit, budget):
+    """summary_spans (C-level without removals) equals the event-by-event loop; the summary in
+    context at each add is its span's tokens; message_arrays passed in changes nothing."""
+    msgs = generate_conversation(3000, seed=11).messages
+    r = replay(msgs, HistorySettings(limit, pin_system=pins, pin_latest_user=pins, summary_budget=budget))
+    events = r.compactions.summary_events
+    spans = fb.summary_spans(events, len(msgs))
+    assert list(spans) == fb._summary_spans_loop(events, len(msgs))
+    assert (len(spans) > 500) == (budget is not None)
+    a = fb.replay_arrays(r)
+    want = np.zeros(len(msgs), dtype=np.int64)
+    for _sid, tok, start, stop in spans:
+        want[start:stop] = tok
+    assert np.array_equal(a.summary_tokens, want)
+    b = fb.replay_arrays(r, fb.message_arrays(msgs))
+    for field in ("ids", "tokens", "role_code", "totals", "dropped_at", "reason_code", "summarized",
+                  "summary_tokens", "ev_step", "ev_after", "ev_count", "ev_tokens", "ev_reason", "summary_spans"):
+        assert np.array_equal(np.asarray(getattr(a, field)), np.asarray(getattr(b, field))), field
+    assert a.tokens.tolist() == [m.tokens for m in msgs] and a.ids == tuple(m.id for m in msgs)
+    with pytest.raises(ValueError, match="messages has 10 messages, the replay 3000"):
+        fb.replay_arrays(r, fb.message_arrays(msgs[:10]))
+
+
 def _covered(pairs):
     """Steps covered by half-open [x0, x1) intervals."""
     out = set()

@@ -153,6 +153,28 @@ def test_protected_status_equals_the_loop_on_generated_conversations(seed):
     assert seen == {True, False}
 
 
+@pytest.mark.parametrize("budget", [None, 40, 300])
+def test_the_limit_free_key_gives_the_answer_of_every_limit(budget):
+    """The panel caches the answer under settings without the limit when there is no target:
+    the answer at every limit equals the one under that key (summaries on or off)."""
+    from convmem.synthetic import generate_conversation
+
+    from convmem_dashboard.panel_safe_limit import _limit_free, safe_policies
+
+    msgs = generate_conversation(300, seed=3).messages
+    for pol in ({}, {"pin_system": True, "keep_tool_groups": True}, {"start_on_user": True}):
+        answers = set()
+        for limit in range(400, 6000, 700):
+            s = HistorySettings(limit, summary_budget=None if budget is None else min(budget, limit), **pol)
+            for protect in ("latest_user", "system", msgs[40].id):
+                want = explain_safe_limit(msgs, protect, **safe_policies(s))
+                assert explain_safe_limit(msgs, protect, **safe_policies(_limit_free(s))) == want
+                answers.add(want.limit)
+        assert len(answers) > 1
+    with_target = HistorySettings(1000, target=500)
+    assert _limit_free(with_target) == with_target  # a target's ratio moves with rounding: kept
+
+
 def test_mark_and_caption():
     msgs = [Message("u1", "user", 10), Message("a1", "assistant", 30)]
     got = explain_safe_limit(msgs)
