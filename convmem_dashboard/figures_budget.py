@@ -19,7 +19,7 @@ from __future__ import annotations
 import html
 import math
 from collections import Counter
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from itertools import compress, repeat
 from operator import attrgetter
@@ -43,6 +43,7 @@ __all__ = [
     "message_arrays",
     "summary_spans",
     "event_hover",
+    "event_hovers",
     "minmax_indices",
     "totals_figure",
     "context_window_figure",
@@ -87,7 +88,9 @@ class ReplayArrays:
     ``summarized``. Per add: ``totals``, ``summary_tokens`` (tokens of the summary in context).
     Per drop event (one per Compaction record, arrival-only refusals included; ``events`` are the
     records themselves): ``ev_step``, ``ev_after`` (total after it), ``ev_count``, ``ev_tokens``,
-    ``ev_reason`` (code of the reason that dropped the most tokens). ``summary_spans``: (id,
+    ``ev_reason`` (code of the reason that dropped the most tokens), ``ev_reason_counts`` (events x
+    reasons: how many messages each reason dropped). ``summary_at``: add step -> the SummaryEvent
+    of the compaction there (where the summarizer ran). ``summary_spans``: (id,
     tokens, first step, end step exclusive) per accepted summary, in order; a summary ends where
     the next one replaces it or where it is removed (pinned messages left it no room). ``limit``, ``target`` (the limit
     when none) and ``goal`` (what a cut cuts live messages to: target - summary budget) in tokens.
@@ -114,6 +117,8 @@ class ReplayArrays:
     ev_tokens: np.ndarray
     ev_reason: np.ndarray
     summary_spans: tuple[tuple[str, int, int, int], ...]
+    ev_reason_counts: np.ndarray
+    summary_at: Mapping[int, object]
 
     @property
     def end(self) -> np.ndarray:
@@ -124,14 +129,41 @@ class ReplayArrays:
 def event_hover(c: Compaction, k: int) -> str:
     """The hover text of drop event ``k`` (0-based): what went, how many tokens, why, the summary."""
     by_count: Counter[str] = Counter(d.reason for d in c.dropped)
-    dropped_tokens = sum(d.tokens for d in c.dropped)
+    return _hover(
+        k, c.step, c.trigger, len(c.dropped), sum(d.tokens for d in c.dropped),
+        [(by_count[r], r) for r in sorted(by_count, key=_reason_order)], c.total_before, c.total_after, c.summary,
+    )
+
+
+def _reason_order(reason: str) -> int:
+    return _REASON_INDEX.get(reason, len(DROP_REASONS))
+
+
+def event_hovers(a: ReplayArrays, ks: Sequence[int]) -> list[str]:
+    """``[event_hover(a.events[k], k) for k in ks]`` read off the arrays and the log's columns,
+    without building a :class:`~convmem.Compaction` per event (~0.1 ms each, with a tuple per
+    dropped message: the totals chart's 200 markers cost ~25 ms that way). O(len(ks))."""
+    log = a.events
+    out = []
+    for k in map(int, ks):
+        counts = a.ev_reason_counts[k]
+        reasons = [(int(counts[code]), DROP_REASONS[code]) for code in np.flatnonzero(counts)]
+        out.append(_hover(
+            k, log.steps[k], log.triggers[k], int(a.ev_count[k]), int(a.ev_tokens[k]), reasons,
+            log.totals_before[k], log.totals_after[k], a.summary_at.get(log.steps[k]),
+        ))
+    return out
+
+
+def _hover(k, step, trigger, count, tokens, reasons, before, after, ev) -> str:
+    """The hover text of drop event ``k``; ``reasons``: (count, reason) in DROP_REASONS order."""
+    ranked = sorted(reasons, key=lambda cr: -cr[0])  # stable: DROP_REASONS order on a tie
     lines = [
-        f"<b>drop event {k + 1}</b> at add step {c.step} ({_esc(c.trigger)})",
-        f"dropped {len(c.dropped)} message(s), {dropped_tokens:,} tokens",
-        "reasons: " + ", ".join(f"{_esc(r)} ×{n}" for r, n in by_count.most_common()),
-        f"total {c.total_before:,} → {c.total_after:,} tokens",
+        f"<b>drop event {k + 1}</b> at add step {step} ({_esc(trigger)})",
+        f"dropped {count} message(s), {tokens:,} tokens",
+        "reasons: " + ", ".join(f"{_esc(r)} ×{n}" for n, r in ranked),
+        f"total {before:,} → {after:,} tokens",
     ]
-    ev = c.summary
     if ev is not None:
         if ev.accepted:
             lines.append(f"summary {_esc(ev.id)} accepted ({ev.tokens:,} / {ev.budget:,} tokens)")
@@ -240,10 +272,14 @@ def replay_arrays(r: Replay, messages: MessageArrays | None = None) -> ReplayArr
     per_reason = np.zeros((m, nreasons), dtype=np.int64)
     np.add.at(per_reason, (event_of, np.maximum(reason_code[gone], 0).astype(np.int64)), tokens[gone] + 1)
     ev_reason = per_reason.argmax(axis=1).astype(np.int8) if m else np.zeros(0, dtype=np.int8)
+    ev_reason_counts = np.bincount(
+        event_of * nreasons + np.maximum(reason_code[gone], 0), minlength=m * nreasons
+    ).reshape(m, nreasons)
 
     # The summary in context at each add: its tokens over its span (spans are in order and
     # disjoint; contiguous unless one was removed).
-    spans = summary_spans(events.summary_events, n)
+    summary_events = events.summary_events
+    spans = summary_spans(summary_events, n)
     summary_tokens = np.zeros(n, dtype=np.int64)
     if spans:
         starts = np.fromiter((sp[2] for sp in spans), dtype=np.int64, count=len(spans))
@@ -274,6 +310,8 @@ def replay_arrays(r: Replay, messages: MessageArrays | None = None) -> ReplayArr
         ev_tokens=ev_tokens,
         ev_reason=ev_reason,
         summary_spans=spans,
+        ev_reason_counts=ev_reason_counts,
+        summary_at=dict(summary_events),
     )
 
 
@@ -408,9 +446,8 @@ def totals_figure(
         b_hi = np.minimum(hi, lo + ((b + 1) * span + max_markers - 1) // max_markers - 1)
         in_window = in_window[pick]
         hover = [
-            f"{int(per_bucket[bk]):,} drop event(s) in add steps {int(x0):,}–{int(x1):,}; the biggest:<br>"
-            + event_hover(a.events[k], int(k))
-            for bk, x0, x1, k in zip(b, b_lo, b_hi, in_window)
+            f"{int(per_bucket[bk]):,} drop event(s) in add steps {int(x0):,}–{int(x1):,}; the biggest:<br>" + text
+            for bk, x0, x1, text in zip(b, b_lo, b_hi, event_hovers(a, in_window))
         ]
         y = np.full(len(in_window), ymax * 1.06)
     else:
@@ -427,7 +464,7 @@ def totals_figure(
                 "line": {"width": 0.5, "color": "white"},
             },
             customdata=in_window,
-            hovertext=hover if hover is not None else [event_hover(a.events[k], int(k)) for k in in_window],
+            hovertext=hover if hover is not None else event_hovers(a, in_window),
             hovertemplate="%{hovertext}<extra></extra>",
         )
     )
@@ -459,7 +496,7 @@ def selected_event_trace(a: ReplayArrays, selected: int) -> go.Scatter:
         name="selected event",
         marker={"symbol": "circle-open", "size": 18, "color": "#000000", "line": {"width": 2}},
         customdata=[selected],
-        hovertext=[event_hover(a.events[selected], selected)],
+        hovertext=event_hovers(a, [selected]),
         hovertemplate="%{hovertext}<extra></extra>",
     )
 

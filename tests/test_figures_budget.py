@@ -193,6 +193,34 @@ def test_replay_arrays_spans_and_message_arrays_equal_the_loop(pins, limit, budg
         fb.replay_arrays(r, fb.message_arrays(msgs[:10]))
 
 
+@pytest.mark.parametrize(
+    "settings",
+    [
+        HistorySettings(2500),
+        HistorySettings(2500, pin_system=True, pin_latest_user=True, keep_tool_groups=True, start_on_user=True),
+        HistorySettings(1500, pin_system=True, pin_latest_user=True, summary_budget=1000),
+        HistorySettings(4000, target=2000, keep_tool_groups=True, summary_budget=500),
+    ],
+    ids=["base", "all-policies", "pins+summaries", "target+groups+summaries"],
+)
+def test_event_hovers_from_the_arrays_equal_event_hover(settings):
+    """The markers' hover text read off the arrays equals event_hover of each Compaction, for
+    every event (several reasons per event, summaries accepted, rejected and removed)."""
+    msgs = generate_conversation(2000, seed=4).messages
+    r = replay(msgs, settings)
+    a = fb.replay_arrays(r)
+    ks = list(range(len(r.compactions)))
+    assert len(ks) > 50
+    got = fb.event_hovers(a, ks)
+    want = [fb.event_hover(r.compactions[k], k) for k in ks]
+    assert got == want
+    mixed = [t for t in want if ", " in t.split("reasons: ")[1].split("<br>")[0]]
+    if settings.pin_latest_user:
+        assert mixed  # more than one reason in one event: the order is checked too
+    if settings.summary_budget is not None:
+        assert any("summary" in t for t in want)
+
+
 def _covered(pairs):
     """Steps covered by half-open [x0, x1) intervals."""
     out = set()
