@@ -127,3 +127,62 @@ def test_strings_outside_messages_and_token_totals_are_checked():
     with pytest.raises(FormatError, match=r"^x\.json: conversation 1: its messages have 18,014,398,509,481,982 tokens in all, over MAX_TOKENS"):
         check_upload([Conversation("c", None, (m, Message("m2", "user", MAX_TOKENS)))], "x.json")
     check_upload([Conversation("c", None, (m,))], "x.json")  # exactly MAX_TOKENS fits
+
+
+def _decoded_bytes_by_walk(value) -> int:
+    """The reference: one object at a time off a stack (the first version of _decoded_bytes)."""
+    import sys
+
+    seen, stack, total = set(), [value], 0
+    while stack:
+        obj = stack.pop()
+        if obj is None or isinstance(obj, bool) or id(obj) in seen:
+            continue
+        seen.add(id(obj))
+        total += sys.getsizeof(obj) + uploads._PER_OBJECT
+        if isinstance(obj, dict):
+            stack.extend(obj.keys())
+            stack.extend(obj.values())
+        elif isinstance(obj, (list, tuple)):
+            stack.extend(obj)
+    return total
+
+
+def _estimated_by_walk(conversations) -> int:
+    """The reference estimate, message by message (the first version of estimated_bytes)."""
+    import sys
+
+    size, per = sys.getsizeof, uploads._PER_OBJECT
+    total = size(conversations) + per
+    for c in conversations:
+        objs = [c, c.id, c.user_id, c.messages, c.listing_ids, c.tool_calls, c.source, c.source_format]
+        total += sum(size(o) for o in objs if o is not None) + per * len(objs) + size(c.total_tokens)
+        total += _decoded_bytes_by_walk((c.records, c.parts, c.provider_roles, c.envelope))
+        total += sum(size(x) + per for x in c.listing_ids)
+        for t in c.tool_calls:
+            total += size(t) + size(t.id) + size(t.name) + size(t.arguments) + size(t.message_id) + 5 * per
+        for m in c.messages:
+            total += size(m) + size(m.id) + size(m.tokens) + 3 * per
+            if m.content is not None:
+                total += size(m.content) + per
+            if m.tool_call_ids:
+                total += size(m.tool_call_ids) + per + sum(size(x) + per for x in m.tool_call_ids)
+            if m.tool_call_id is not None:
+                total += size(m.tool_call_id) + per
+    return total
+
+
+def test_the_level_by_level_estimate_equals_the_object_by_object_walk():
+    """Same bytes as walking one object at a time: shared strings and containers once, None and
+    bools not counted, tuples and nested lists followed (the upload path runs the fast one)."""
+    shared = "a shared string" * 3
+    inner = {"k": [shared, 1.5, None, True, (2, 3, shared)], "z": {"deep": [[[[shared]]]]}}
+    value = [inner, inner, [inner, {"k2": shared}], ("t", False, 10**30)]
+    assert uploads._decoded_bytes(value) == _decoded_bytes_by_walk(value) > 0
+    assert uploads._decoded_bytes(None) == _decoded_bytes_by_walk(None) == 0
+    for convs in (
+        tuple(parse_conversations(jsonl_upload(2, 2000))),
+        tuple(parse_conversations(json.dumps([{"role": "user", "content": "x" * i, "tokens": 3} for i in range(300)]))),
+        (generate_conversation(800, seed=9),),
+    ):
+        assert estimated_bytes(convs) == _estimated_by_walk(convs)
