@@ -1,7 +1,7 @@
 """Cold first view of each dashboard page in a real browser (Debian's Chromium, Playwright).
 
     .venv/bin/python benchmarks/bench_cold.py [--repeat 3] [--data sample] [--pages home,token_budget]
-                                              [--shots DIR] [--shot-at 1.0]
+                                              [--shots DIR] [--shot-at 1,3,5] [--before ../main]
 
 For every repeat and every page (home, token_budget, flaky_store, listing_eviction, agent_session),
 a fresh ``streamlit run dashboard.py`` server (headless, a free 127.0.0.1 port, the flags the e2e
@@ -18,6 +18,8 @@ For each view, times in seconds from the start of the navigation (the browser's
 - question: the page's first sentence (its question, convmem_dashboard.questions) is visible;
 - metric: the first st.metric value is visible ("-" when the page has none in its first view);
 - run done: the last time Streamlit's app root turned ``data-test-script-state="notRunning"``;
+- script: run done minus the first time it turned ``running`` (the server's work for the view,
+  with the websocket's transfer; the frontend's own load before it is left out);
 - settled: the last time the page became idle (run done, and no spinner, no "Running" status,
   no skeleton placeholder, no stale element), confirmed by 1 s without a change;
 - skeleton: how long grey skeleton placeholders were on screen (s), and whether a progress
@@ -29,7 +31,7 @@ the same process, so every figure is also a ratio against it: the machine's load
 own cost of loading Streamlit's frontend cancel out. Each figure is the median of --repeat runs.
 Nothing here asserts; the load average (``os.getloadavg``) is printed before and after.
 
-``--shots DIR`` saves a viewport screenshot of every cold view ``--shot-at`` seconds after the
+``--shots DIR`` saves viewport screenshots of every cold view ``--shot-at`` seconds after the
 navigation started (issue 10 item 3: a cold-opened link shows progress, never blank placeholders)
 and one when it settled; taking them costs some time, so figures of such a run are not comparable.
 """
@@ -94,7 +96,7 @@ st.metric("Messages", "1")
 MARKS_JS = """
 (() => {
   const needle = %s;
-  const m = {question: null, metric: null, runDone: null, idleSince: null, lastChange: 0,
+  const m = {question: null, metric: null, runStart: null, runDone: null, idleSince: null, lastChange: 0,
              skeletonFirst: null, skeletonLast: null, progressFirst: null, progressText: null,
              running: false};
   window.__cold = m;
@@ -115,7 +117,7 @@ MARKS_JS = """
     }
     const app = document.querySelector('[data-testid="stApp"]');
     const state = app ? app.getAttribute('data-test-script-state') : null;
-    if (state === 'running') { m.running = true; m.runDone = null; }
+    if (state === 'running') { m.running = true; m.runDone = null; if (m.runStart === null) m.runStart = now; }
     if (state === 'notRunning' && m.running && m.runDone === null) m.runDone = now;
     const skeleton = Array.from(document.querySelectorAll('[data-testid="stSkeleton"]')).some(visible);
     if (skeleton) { if (m.skeletonFirst === null) m.skeletonFirst = now; m.skeletonLast = now; }
@@ -145,10 +147,18 @@ class View:
 
     question: float | None
     metric: float | None
+    run_start: float | None
     run_done: float | None
     settled: float | None
     skeleton_s: float
     progress_text: str | None
+
+    @property
+    def script(self) -> float | None:
+        """Seconds from the first run starting to the last run done."""
+        if self.run_start is None or self.run_done is None:
+            return None
+        return self.run_done - self.run_start
 
 
 def _free_port() -> int:
@@ -211,18 +221,18 @@ class Server:
         self.log.close()
 
 
-def view(browser, url: str, needle: str, shot: Path | None = None, shot_at: float = 1.0) -> View:
+def view(browser, url: str, needle: str, shot: Path | None = None, shot_at: tuple[float, ...] = (1.0,)) -> View:
     """Open ``url`` in a fresh context (a new Streamlit session) and read the page's marks."""
     context = browser.new_context(viewport=VIEWPORT)
     try:
         context.add_init_script(MARKS_JS % _js_string(needle))
         page = context.new_page()
         page.goto(url, wait_until="commit")
-        if shot is not None:
-            wait = shot_at - page.evaluate("performance.now()") / 1000
+        for at in shot_at if shot is not None else ():
+            wait = at - page.evaluate("performance.now()") / 1000
             if wait > 0:
                 page.wait_for_timeout(wait * 1000)
-            page.screenshot(path=str(shot.with_name(shot.stem + f"-at{shot_at:g}s.png")))
+            page.screenshot(path=str(shot.with_name(shot.stem + f"-at{at:g}s.png")))
         deadline = time.monotonic() + VIEW_TIMEOUT_S
         while True:
             marks = page.evaluate("() => ({...window.__cold, now: performance.now()})")
@@ -237,7 +247,7 @@ def view(browser, url: str, needle: str, shot: Path | None = None, shot_at: floa
         context.close()
     sec = lambda v: None if v is None else v / 1000  # noqa: E731
     skeleton = 0.0 if marks["skeletonFirst"] is None else (marks["skeletonLast"] - marks["skeletonFirst"]) / 1000
-    return View(sec(marks["question"]), sec(marks["metric"]), sec(marks["runDone"]), sec(marks["idleSince"]),
+    return View(sec(marks["question"]), sec(marks["metric"]), sec(marks["runStart"]), sec(marks["runDone"]), sec(marks["idleSince"]),
                 skeleton, marks["progressText"])
 
 
@@ -266,7 +276,11 @@ def main(argv: list[str] | None = None) -> None:
     ap.add_argument("--data", default="sample", help="?data= of every page (sample, synthetic-100000...)")
     ap.add_argument("--pages", default=",".join(p[0] for p in PAGES), help="comma-separated page names")
     ap.add_argument("--shots", type=Path, default=None, help="save screenshots of every cold view here")
-    ap.add_argument("--shot-at", type=float, default=1.0, help="seconds after navigation of the early shot")
+    ap.add_argument("--shot-at", default="1,3,5",
+                    help="comma-separated seconds after the navigation started of the early shots")
+    ap.add_argument("--before", type=Path, default=None,
+                    help="another checkout (e.g. /work/main) whose pages are measured too, as '<page> before', "
+                    "in the same rounds")
     args = ap.parse_args(argv)
     wanted = [p for p in PAGES if p[0] in args.pages.split(",")]
     if args.shots:
@@ -284,9 +298,11 @@ def main(argv: list[str] | None = None) -> None:
         base_dir = Path(tmp)
         (base_dir / "baseline.py").write_text(BASELINE_SCRIPT)
         shutil.copytree(ROOT / ".streamlit", base_dir / ".streamlit")
-        targets = [("baseline", base_dir, "baseline.py", "/", BASELINE_QUESTION)] + [
-            (name, ROOT, "dashboard.py", path, needle) for name, path, needle in wanted
-        ]
+        targets = [("baseline", base_dir, "baseline.py", "/", BASELINE_QUESTION)]
+        for name, path, needle in wanted:
+            if args.before:
+                targets.append((f"{name} before", args.before, "dashboard.py", path, needle))
+            targets.append((name, ROOT, "dashboard.py", path, needle))
         try:
             for r in range(args.repeat):
                 # the baseline runs in every round, between the pages, so it sees the same load
@@ -294,8 +310,9 @@ def main(argv: list[str] | None = None) -> None:
                     server = Server(script, cwd)
                     try:
                         url = f"{server.base}{path}" + ("" if name == "baseline" else f"?data={args.data}")
-                        shot = args.shots / f"{name}-{args.data}-r{r}.png" if args.shots else None
-                        cold = view(browser, url, needle, shot, args.shot_at)
+                        stem = name.replace(" ", "-")
+                        shot = args.shots / f"{stem}-{args.data}-r{r}.png" if args.shots else None
+                        cold = view(browser, url, needle, shot, tuple(float(x) for x in args.shot_at.split(',')))
                         warm = view(browser, url, needle)
                     finally:
                         server.stop()
@@ -303,8 +320,8 @@ def main(argv: list[str] | None = None) -> None:
                     res["start"].append(server.start_s)
                     res["cold"].append(cold)
                     res["warm"].append(warm)
-                    print(f"  round {r + 1} {name:17s} cold: question {_fmt(cold.question)} settled "
-                          f"{_fmt(cold.settled)} skeleton {cold.skeleton_s:.2f} s progress "
+                    print(f"  round {r + 1} {name:24s} cold: question {_fmt(cold.question)} script "
+                          f"{_fmt(cold.script)} settled {_fmt(cold.settled)} skeleton {cold.skeleton_s:.2f} s progress "
                           f"{cold.progress_text!r}", flush=True)
         finally:
             browser.close()
@@ -322,11 +339,11 @@ def main(argv: list[str] | None = None) -> None:
             views = res[kind]
             bviews = b[kind]
             cols = []
-            for attr in ("question", "metric", "run_done", "settled"):
+            for attr in ("question", "metric", "run_done", "script", "settled"):
                 cols.append(_fmt(_median(getattr(v, attr) for v in views),
                                  None if name == "baseline" else _median(getattr(v, attr) for v in bviews)))
             progress = sorted({v.progress_text for v in views if v.progress_text})
-            print(f"{name:17s} {kind:5s} " + " ".join(f"{c:>14s}" for c in cols)
+            print(f"{name:24s} {kind:5s} " + " ".join(f"{c:>14s}" for c in cols)
                   + f" {_median(v.skeleton_s for v in views):10.2f}  {'; '.join(progress)[:60] or '-'}")
     print()
     print("server start (process start to /_stcore/health), median s: "

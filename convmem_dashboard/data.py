@@ -35,7 +35,7 @@ from convmem import (
     parse_conversations,
 )
 from convmem.synthetic import generate_conversation
-from convmem.tokens import default_counter
+from convmem.tokens import DEFAULT_ENCODING, default_counter
 
 from .db_source import (
     MAX_DB_CONVERSATIONS,
@@ -71,6 +71,7 @@ __all__ = [
     "reread_database",
     "missing_dataset_note",
     "picker_help",
+    "counter_name",
 ]
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -494,9 +495,24 @@ def dataset_picker() -> Dataset:
         st.warning(missing_dataset_note(st.session_state[_MISSING_KEY], keys), icon=":material/link_off:")
     st.sidebar.caption(
         f"{dataset.label}: {len(dataset.conversations):,} conversations · "
-        f"{dataset.message_count:,} messages · tokens: {default_counter().name}"
+        f"{dataset.message_count:,} messages · tokens: {counter_name()}"
     )
     return dataset
+
+
+def counter_name() -> str:
+    """The name of the counter the dashboard counts tokens with (``convmem.default_counter()``),
+    without building it: building it loads the tokenizer's rank file (~0.5 s), which a view that
+    counts nothing (every view of the bundled sample) should not pay for just to show its name
+    (issue 10 item 3). ``make_counter()`` with no model is always the :data:`DEFAULT_ENCODING`
+    counter (or raises), so the name is known before it is built.
+
+    >>> counter_name()
+    'cl100k_base'
+    """
+    if default_counter.cache_info().currsize:
+        return default_counter().name
+    return DEFAULT_ENCODING
 
 
 def current_dataset() -> Dataset:
