@@ -267,7 +267,8 @@ def read_database_param() -> None:
     st.session_state[_URL_READ_KEY] = True  # the link's ?data= (if any) gives way to ?db=
 
 
-@st.cache_resource(show_spinner="Loading conversations…", max_entries=8)
+# No spinner of its own: dataset_picker shows one naming the dataset, with the elapsed time.
+@st.cache_resource(show_spinner=False, max_entries=8)
 def _builtin(key: str) -> tuple[Conversation, ...]:
     if key == "sample":
         return tuple(load_conversations(SAMPLE_FILE))
@@ -485,7 +486,10 @@ def dataset_picker() -> Dataset:
         on_change=_forget_gone_upload,
         help=picker_help(keys),
     )
-    dataset = get_dataset(key)
+    # A cold link to a big dataset generates or parses it here, first: say so (issue 10 item 3).
+    # Streamlit shows the spinner only past 0.5 s, so a cached dataset shows nothing.
+    with st.spinner(f"Loading the data in use: {_label(key)}…", show_time=True):
+        dataset = get_dataset(key)
     if st.session_state.get(_GONE_KEY) and dataset.key == "sample":
         st.warning(GONE_UPLOAD_WARNING, icon=":material/link_off:")
     if (db_error := st.session_state.get(_DB_ERROR)) and dataset.key == "sample":
