@@ -60,7 +60,7 @@ def simulate(dataset_key: str, conversation_id: str, settings_key: tuple) -> Fla
     return view.run(FlakySettings.from_key(settings_key), conversation_id, messages)
 
 
-@st.cache_resource(show_spinner=False, max_entries=32)
+@st.cache_resource(show_spinner="Checking every message against the store…", max_entries=32)
 def truth_frame(run_key: tuple, only_problems: bool, _run: FlakyRun):
     """The truth table of a cached run, built once per run (``run_key`` = simulate's arguments)."""
     return truth_table(_run, only_problems=only_problems)
