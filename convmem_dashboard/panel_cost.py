@@ -11,6 +11,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 import streamlit as st
+from streamlit.errors import StreamlitAPIException
 
 from convmem import (
     sweep_clearing_costs,
@@ -157,13 +158,31 @@ def _verdict(sent_a: int, sent_b: int, cost_a: float, cost_b: float) -> str:
     )
 
 
+def sweep_pricing() -> CachePricing:
+    """The pricing the sweeps use: the cost panel's widgets when it ran, else the link's values
+    (``?cp=openai&cp_read=0.5``: the panel sits in the comparison expander, which may be closed,
+    and a closed expander runs no widget), else the preset's defaults. Values already checked by
+    the URL sanitizer (convmem_dashboard.url_params); if they still make no pricing, the link's
+    values are ignored. Raises what pricing_from raises for the widgets' own values."""
+    widgets = {k: st.session_state[k] for k in ("cp", *PRICE_KEYS) if k in st.session_state}
+    try:
+        link = {k: st.query_params[k] for k in ("cp", *PRICE_KEYS) if k not in widgets and k in st.query_params}
+    except StreamlitAPIException:  # a key bound to a widget of this run cannot be read back
+        link = {}
+    try:
+        return pricing_from({**link, **widgets})
+    except (ValueError, TypeError):
+        if not link:
+            raise
+        return pricing_from(widgets)  # a bad link value: the widgets' and the preset's values stand
+
+
 def render_sweep(
     dataset_key: str, conv_id: str, settings: HistorySettings, limits: Sequence[int], limit: int
 ) -> None:
-    """The sweep's cost: each limit priced with the cost panel's pricing (the preset's defaults
-    until the panel is opened)."""
+    """The sweep's cost: each limit priced with the cost panel's pricing (:func:`sweep_pricing`)."""
     try:
-        pricing = pricing_from(st.session_state)
+        pricing = sweep_pricing()
     except (ValueError, TypeError) as exc:
         st.error(f"These prices do not make a pricing: {exc}")
         return
@@ -190,7 +209,7 @@ def render_clearing_sweep(dataset_key: str, conv_id: str, settings: HistorySetti
     """Issue 11: the sweep over clearing's trigger and keep (current clear_at_least and policies),
     each pair's tokens sent, cache breaks and price, priced as the cost panel prices."""
     try:
-        pricing = pricing_from(st.session_state)
+        pricing = sweep_pricing()
     except (ValueError, TypeError) as exc:
         st.error(f"These prices do not make a pricing: {exc}")
         return

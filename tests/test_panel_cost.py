@@ -196,3 +196,18 @@ def test_sweep_has_cost_columns():
     rows = sweep_limit_costs(conv.messages, settings, limits, ANTHROPIC_SONNET)
     assert t["cost (USD)"].tolist() == [round(r.cache.cost, 4) for r in rows]
     assert t["input tokens sent"].tolist() == [r.cache.sent for r in rows]
+
+
+def test_sweep_prices_follow_the_link_when_the_cost_panel_is_closed():
+    """The cost panel sits in the comparison expander; closed, its widgets do not run, and the
+    sweep used to price with the preset's defaults whatever the link said."""
+    conv = load_sample_conv()
+    at = open_page({"cp": "openai", "cp_read": "1.0", "cmp": "false", "sweep": "true"})
+    assert not at.get("selectbox") or all(s.key != "cp" for s in at.selectbox)  # the panel is closed
+    caption = next(c.value for c in at.caption if c.value.startswith("Priced as in"))
+    assert "OpenAI (GPT-5.4), edited" in caption and "cache read $1," in caption
+    p = pricing_from({"cp": "openai", "cp_read": 1.0})
+    t = next(d.value for d in at.dataframe if "cost (USD)" in d.value.columns)
+    limits = t["limit (tokens)"].tolist()
+    rows = sweep_limit_costs(conv.messages, HistorySettings(at.slider(key="limit").value), limits, p)
+    assert t["cost (USD)"].tolist() == [round(r.cache.cost, 4) for r in rows]
