@@ -235,6 +235,8 @@ class ExtractiveSummarizer:
     _span_lo: array = field(default_factory=lambda: array("q"), init=False, repr=False, compare=False)
     _span_hi: array = field(default_factory=lambda: array("q"), init=False, repr=False, compare=False)
     _made: dict = field(default_factory=dict, init=False, repr=False, compare=False)
+    # Deferred with convmem's own counters (_call_spans): running sums over the log, _pe[i] of
+    # tokens + 1 and _pn[i] of tokens with "\n" over log[:i].
     _pe: list = field(default_factory=lambda: [0], init=False, repr=False, compare=False)
     _pn: list = field(default_factory=lambda: [0], init=False, repr=False, compare=False)
 
@@ -554,7 +556,9 @@ class ExtractiveSummarizer:
                 cut = (log[lo - 1], tok[lo - 1])
                 est = pe[n] - pe[lo]
             key = (cut[0], room - est)
-            clips = _CLIP_MEMOS.setdefault(id(memo), {})
+            clips = _CLIP_MEMOS.get(id(memo))
+            if clips is None:
+                clips = _CLIP_MEMOS[id(memo)] = {}
             clipped = clips.get(key, False)
             if clipped is False:
                 if len(clips) >= LINE_MEMO_SIZE:
