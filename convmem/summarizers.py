@@ -85,9 +85,9 @@ def _line(m: Message, max_chars: int) -> str:
 LINE_MEMO_SIZE = 1 << 18
 _LINE_MEMOS: dict[tuple[str, str], dict[str, int]] = {}
 #: Clipped lines of deferred summarizers (a replay clips the line that did not fit on most
-#: calls): ``{id(line memo): {(line, room): (clipped line, tokens) or None}}`` under that memo's
-#: counter, each emptied at LINE_MEMO_SIZE entries.
-_CLIP_MEMOS: dict[int, dict[tuple[str, int], tuple[str, int] | None]] = {}
+#: calls): ``{id(line memo): {(line, room): (clipped line, tokens, tokens with "\n") or None}}``
+#: under that memo's counter, each emptied at LINE_MEMO_SIZE entries.
+_CLIP_MEMOS: dict[int, dict[tuple[str, int], tuple[str, int, int] | None]] = {}
 
 
 def _own_counter_memo(count: Callable[[str], int]) -> dict[str, int] | None:
@@ -563,10 +563,12 @@ class ExtractiveSummarizer:
             if clipped is False:
                 if len(clips) >= LINE_MEMO_SIZE:
                     clips.clear()
-                clipped = clips[key] = self._clip_cut(cut, room - est, count)
+                clipped = self._clip_cut(cut, room - est, count)
+                if clipped is not None:
+                    clipped = (*clipped, self._with_newline(clipped[0], clipped[1], count))
+                clips[key] = clipped
             if clipped is not None:
-                ln, t = clipped
-                top = self._top = [ln, t, self._with_newline(ln, t, count)]
+                top = self._top = list(clipped)
         # The exact count of the text, from the lines' counts (drop the oldest while over: the
         # tokenizer may merge across lines).
         while True:
