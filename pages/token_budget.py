@@ -11,13 +11,17 @@ import re
 
 import streamlit as st
 
+from convmem_dashboard.entry import require_entry
+
+require_entry()  # first: a link opened on a fresh server reruns through dashboard.py before the
+# imports below load pandas and plotly (issue 10 item 3; convmem_dashboard/entry.py)
+
 from convmem_dashboard import cache_budget as cb
 from convmem_dashboard import clearing_view as cv
 from convmem_dashboard import panel_cost
 from convmem_dashboard import view_token_budget as vm
 from convmem_dashboard.agent_view import add_agent_compactions, compaction_table, has_session, session_caption
 from convmem_dashboard.data import current_dataset
-from convmem_dashboard.entry import require_entry
 from convmem_dashboard.export_safety import download_csv, download_json
 from convmem_dashboard.questions import QUESTIONS
 from convmem_dashboard.selection import conversation_picker
@@ -41,7 +45,6 @@ from convmem_dashboard.tables_budget import (
     totals_caption,
 )
 
-require_entry()
 
 #: Above this many messages the comparison and the sweep start collapsed (each costs extra
 #: replays, ~1 s per 10^5 messages); opening them computes them once (cached).
@@ -259,7 +262,7 @@ m[2].metric(
     help="Adds after which pinned messages alone kept the total above the limit (History.over_limit).",
 )
 
-safe = render_safe_limit(key, conv_id, settings, r, lo=bounds.lo, hi=bounds.hi)
+safe = render_safe_limit(key, conv_id, settings, r, lo=bounds.lo, hi=bounds.hi, arrays=arrays)
 
 # ------------------------------------------------------------------------------ totals and events
 events = r.compactions
@@ -425,7 +428,6 @@ with st.expander("Limit sweep: pick a limit by eye", expanded=n <= LAZY_MESSAGES
 
 # ---------------------------------------------------------------------------------- every message
 st.subheader("Every message")
-table = cb.get_table(key, conv_id, settings)
 pages = max(1, -(-n // TABLE_PAGE_ROWS))
 if pages > 1:
     _drop_if("pg", lambda v: not (isinstance(v, int) and 1 <= v <= pages))
@@ -433,7 +435,7 @@ if pages > 1:
 else:
     page = 1
 first = (page - 1) * TABLE_PAGE_ROWS
-page_rows = table.iloc[first : first + TABLE_PAGE_ROWS]
+page_rows = cb.get_table_rows(key, conv_id, settings, first, first + TABLE_PAGE_ROWS)  # only the rows shown
 st.dataframe(page_rows, hide_index=True, key="msg_table", **messages_view(len(page_rows)))
 st.caption(
     f"Rows {first:,}–{min(n, first + TABLE_PAGE_ROWS) - 1:,} of {n:,} (one row per message; "
