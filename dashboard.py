@@ -8,6 +8,7 @@ import streamlit as st
 from convmem_dashboard.data import dataset_picker, read_database_param
 from convmem_dashboard.entry import mark_entry
 from convmem_dashboard.url_params import sanitize_query_params
+from convmem_dashboard.warmup import warm_up
 
 # An emoji favicon: Streamlit draws it as an inline data: SVG. A ":material/...:" page icon makes
 # the browser fetch an SVG from fonts.gstatic.com (issue 10 item 6: no request leaves localhost;
@@ -30,4 +31,7 @@ pages = [
 pg = st.navigation(pages)
 dataset_picker()
 mark_entry()
+# The first view after the server started imports pandas & co. under a spinner, not inside the
+# page with nothing on screen (convmem_dashboard.warmup, issue 10 item 3).
+warm_up(pg.title)
 pg.run()

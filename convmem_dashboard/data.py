@@ -35,7 +35,7 @@ from convmem import (
     parse_conversations,
 )
 from convmem.synthetic import generate_conversation
-from convmem.tokens import default_counter
+from convmem.tokens import DEFAULT_ENCODING, default_counter
 
 from .db_source import (
     MAX_DB_CONVERSATIONS,
@@ -71,6 +71,7 @@ __all__ = [
     "reread_database",
     "missing_dataset_note",
     "picker_help",
+    "counter_name",
 ]
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -266,7 +267,8 @@ def read_database_param() -> None:
     st.session_state[_URL_READ_KEY] = True  # the link's ?data= (if any) gives way to ?db=
 
 
-@st.cache_resource(show_spinner="Loading conversations…", max_entries=8)
+# No spinner of its own: dataset_picker shows one naming the dataset, with the elapsed time.
+@st.cache_resource(show_spinner=False, max_entries=8)
 def _builtin(key: str) -> tuple[Conversation, ...]:
     if key == "sample":
         return tuple(load_conversations(SAMPLE_FILE))
@@ -484,7 +486,10 @@ def dataset_picker() -> Dataset:
         on_change=_forget_gone_upload,
         help=picker_help(keys),
     )
-    dataset = get_dataset(key)
+    # A cold link to a big dataset generates or parses it here, first: say so (issue 10 item 3).
+    # Streamlit shows the spinner only past 0.5 s, so a cached dataset shows nothing.
+    with st.spinner(f"Loading the data in use: {_label(key)}…", show_time=True):
+        dataset = get_dataset(key)
     if st.session_state.get(_GONE_KEY) and dataset.key == "sample":
         st.warning(GONE_UPLOAD_WARNING, icon=":material/link_off:")
     if (db_error := st.session_state.get(_DB_ERROR)) and dataset.key == "sample":
@@ -494,9 +499,24 @@ def dataset_picker() -> Dataset:
         st.warning(missing_dataset_note(st.session_state[_MISSING_KEY], keys), icon=":material/link_off:")
     st.sidebar.caption(
         f"{dataset.label}: {len(dataset.conversations):,} conversations · "
-        f"{dataset.message_count:,} messages · tokens: {default_counter().name}"
+        f"{dataset.message_count:,} messages · tokens: {counter_name()}"
     )
     return dataset
+
+
+def counter_name() -> str:
+    """The name of the counter the dashboard counts tokens with (``convmem.default_counter()``),
+    without building it: building it loads the tokenizer's rank file (~0.5 s), which a view that
+    counts nothing (every view of the bundled sample) should not pay for just to show its name
+    (issue 10 item 3). ``make_counter()`` with no model is always the :data:`DEFAULT_ENCODING`
+    counter (or raises), so the name is known before it is built.
+
+    >>> counter_name()
+    'cl100k_base'
+    """
+    if default_counter.cache_info().currsize:
+        return default_counter().name
+    return DEFAULT_ENCODING
 
 
 def current_dataset() -> Dataset:

@@ -31,11 +31,13 @@ import hashlib
 import re
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-import sqlalchemy as sa
-from sqlalchemy import exc as sa_exc
-from sqlalchemy.engine import URL, make_url
+# SQLAlchemy (~0.5 s to import) is imported by the functions that open a database, not here:
+# every page imports this module through data.py, and most views never open one (issue 10 item 3,
+# a cold first view under 2 s).
+if TYPE_CHECKING:
+    from sqlalchemy.engine import URL
 
 from convmem import Conversation, PageLoadError, TransientError, load_history
 
@@ -71,6 +73,19 @@ class DatabaseSourceError(ValueError):
     """A database the dashboard cannot open or read; ``str()`` is one readable sentence with no
     password in it."""
 
+
+
+def __getattr__(name: str) -> Any:
+    """``db_source.sa`` / ``db_source.sa_exc``: SQLAlchemy and its exceptions, imported on first use."""
+    if name == "sa":
+        import sqlalchemy
+
+        return sqlalchemy
+    if name == "sa_exc":
+        from sqlalchemy import exc
+
+        return exc
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 @dataclass(frozen=True, slots=True)
 class DatabaseSource:
@@ -153,6 +168,8 @@ def _sqlite_source(path_text: str, shown_as: str) -> DatabaseSource:
         )
     resolved = path.resolve()
     # Read-only: the dashboard never writes to an agent's database (and never creates tables).
+    from sqlalchemy.engine import URL
+
     url = URL.create("sqlite", database=f"file:{resolved}", query={"mode": "ro", "uri": "true"})
     shown = f"sqlite:///{resolved}"
     key = "db:" + hashlib.sha256(shown.encode()).hexdigest()[:16]
@@ -181,6 +198,9 @@ def parse_database_url(text: Any) -> DatabaseSource:
         raise DatabaseSourceError("the database URL holds a control character (a line break?)")
     if "://" not in text:
         return _sqlite_source(text, text)
+    from sqlalchemy import exc as sa_exc
+    from sqlalchemy.engine import make_url
+
     try:
         url = make_url(text)
     except (sa_exc.ArgumentError, ValueError):
@@ -247,6 +267,9 @@ def check_tables(source: DatabaseSource) -> None:
         DatabaseSourceError: the server does not answer, refuses the login, the file is not a
             SQLite database, or the tables are missing (names them).
     """
+    import sqlalchemy as sa
+    from sqlalchemy import exc as sa_exc
+
     engine = sa.create_engine(source.url, **engine_options(source))
     try:
         with engine.connect() as conn:
@@ -282,6 +305,8 @@ def read_database(
         DatabaseSourceError: as :func:`check_tables`, or a load that failed (names the
             conversation, the resume cursor and how many messages had arrived).
     """
+    from sqlalchemy import exc as sa_exc
+
     from convmem.stores import SQLStore
 
     check_tables(source)

@@ -35,7 +35,6 @@ from dataclasses import dataclass, replace
 from typing import Any
 
 from convmem import LoadReport, Message, PageLoadError, load_history
-from convmem.stores import SQLStore
 from convmem.testing import FAULT_TRANSIENT, FaultConfig, FlakyStore, VirtualClock, compare_to_truth
 
 from .tables_store import (
@@ -114,6 +113,8 @@ def run_sql_simulation(
     """
     faults = FaultConfig(failure_rate=faults.failure_rate, burst_length=faults.burst_length,
                          seed=faults.seed)  # walk faults need an offset store: not injected here
+    from convmem.stores import SQLStore  # SQLAlchemy: imported only when this store kind runs
+
     store = SQLStore("sqlite://", page_size=page_size)
     try:
         start_mark = store.append(conversation_id, list(messages))

@@ -221,11 +221,12 @@ def context_at_step(r: Replay, step: int, arrays: ReplayArrays | None = None) ->
     frontier_codes = [k for k, reason in enumerate(DROP_REASONS) if reason in _FRONTIER_REASONS]
     cut = gone & np.isin(a.reason_code[: step + 1], frontier_codes)
     frontier = int(idx[cut].max()) if cut.any() else -1
-    summary = None
-    for msg, (_sid, _tok, start, stop) in zip(r.summaries, a.summary_spans):
+    chosen = None
+    for i, (_sid, _tok, start, stop) in enumerate(a.summary_spans[: len(r.summaries)]):
         if start > step:
             break
-        summary = msg if step < stop else None  # replaced or removed by ``stop``
+        chosen = i if step < stop else None  # replaced or removed by ``stop``
+    summary = None if chosen is None else r.summaries[chosen]  # only this one's text is built
     out = [r.messages[i] for i in kept if i < frontier]
     if summary is not None:
         out.append(summary)

@@ -12,6 +12,11 @@ import re
 
 import streamlit as st
 
+from convmem_dashboard.entry import require_entry
+
+require_entry()  # first: a link opened on a fresh server reruns through dashboard.py before the
+# imports below load pandas and plotly (issue 10 item 3; convmem_dashboard/entry.py)
+
 from convmem import calibrate
 from convmem_dashboard.agent_view import (
     Prices,
@@ -27,12 +32,10 @@ from convmem_dashboard.agent_view import (
 )
 from convmem_dashboard import cache_agent as ca
 from convmem_dashboard.data import current_dataset
-from convmem_dashboard.entry import require_entry
 from convmem_dashboard.export_safety import download_csv, download_json
 from convmem_dashboard.live_tail import SessionTail, allowed_roots, check_path
 from convmem_dashboard.questions import QUESTIONS
 
-require_entry()
 
 #: Seconds between two polls of a followed session file.
 POLL_SECONDS = 2.0

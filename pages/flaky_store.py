@@ -9,6 +9,11 @@ from __future__ import annotations
 
 import streamlit as st
 
+from convmem_dashboard.entry import require_entry
+
+require_entry()  # first: a link opened on a fresh server reruns through dashboard.py before the
+# imports below load pandas and plotly (issue 10 item 3; convmem_dashboard/entry.py)
+
 from convmem_dashboard.data import current_dataset, get_dataset
 from convmem_dashboard.figures_store import call_timeline, timeline_extent
 from convmem_dashboard.tables_store import (
@@ -22,7 +27,6 @@ from convmem_dashboard.tables_store import (
     step_state,
     truth_table,
 )
-from convmem_dashboard.entry import require_entry
 from convmem_dashboard.export_safety import download_csv
 from convmem_dashboard.questions import QUESTIONS
 from convmem_dashboard.selection import conversation_picker
@@ -41,7 +45,6 @@ from convmem_dashboard.view_flaky_store import (
 )
 from convmem_dashboard import view_flaky_store as view
 
-require_entry()
 
 URL = {"bind": "query-params"}
 #: Ranges, defaults and steps of the URL-bound widgets (shared with the URL sanitizer).
@@ -57,7 +60,7 @@ def simulate(dataset_key: str, conversation_id: str, settings_key: tuple) -> Fla
     return view.run(FlakySettings.from_key(settings_key), conversation_id, messages)
 
 
-@st.cache_resource(show_spinner=False, max_entries=32)
+@st.cache_resource(show_spinner="Checking every message against the store…", max_entries=32)
 def truth_frame(run_key: tuple, only_problems: bool, _run: FlakyRun):
     """The truth table of a cached run, built once per run (``run_key`` = simulate's arguments)."""
     return truth_table(_run, only_problems=only_problems)

@@ -2,6 +2,11 @@
 
 import streamlit as st
 
+from convmem_dashboard.entry import require_entry
+
+require_entry()  # first: a link opened on a fresh server reruns through dashboard.py before the
+# imports below load pandas and plotly (issue 10 item 3; convmem_dashboard/entry.py)
+
 from convmem import FormatError
 from convmem_dashboard.data import (
     MAX_UPLOAD_BYTES,
@@ -10,7 +15,6 @@ from convmem_dashboard.data import (
     upload_skipped,
 )
 from convmem_dashboard.db_panel import database_panel
-from convmem_dashboard.entry import require_entry
 from convmem_dashboard.selection import conversation_picker
 from convmem_dashboard.view_home import (
     PAGE_LINKS,
@@ -22,7 +26,6 @@ from convmem_dashboard.view_home import (
     upload_outcome,
 )
 
-require_entry()
 
 st.title("convmem: an agent's conversation memory")
 st.markdown(f"**{QUESTION}**")

@@ -11,13 +11,17 @@ import re
 
 import streamlit as st
 
+from convmem_dashboard.entry import require_entry
+
+require_entry()  # first: a link opened on a fresh server reruns through dashboard.py before the
+# imports below load pandas and plotly (issue 10 item 3; convmem_dashboard/entry.py)
+
 from convmem_dashboard import cache_budget as cb
 from convmem_dashboard import clearing_view as cv
 from convmem_dashboard import panel_cost
 from convmem_dashboard import view_token_budget as vm
 from convmem_dashboard.agent_view import add_agent_compactions, compaction_table, has_session, session_caption
 from convmem_dashboard.data import current_dataset
-from convmem_dashboard.entry import require_entry
 from convmem_dashboard.export_safety import download_csv, download_json
 from convmem_dashboard.questions import QUESTIONS
 from convmem_dashboard.selection import conversation_picker
@@ -41,7 +45,6 @@ from convmem_dashboard.tables_budget import (
     totals_caption,
 )
 
-require_entry()
 
 #: Above this many messages the comparison and the sweep start collapsed (each costs extra
 #: replays, ~1 s per 10^5 messages); opening them computes them once (cached).
@@ -332,7 +335,7 @@ else:
     outcome = event.summary
     st.text(summary_outcome_text(outcome))
     if outcome is not None and outcome.accepted and outcome.id != getattr(outcome, "removed_id", None):
-        text = next((s.content for s in r.summaries if s is not None and s.id == outcome.id), None)
+        text = getattr(r.summaries.get(outcome.id), "content", None)
         if text:
             st.code(text, language=None, wrap_lines=True)
 

@@ -1,7 +1,8 @@
 """Real-browser fixtures: `streamlit run dashboard.py` on a free localhost port, Debian's Chromium.
 
 * ``streamlit_url`` (session): starts the dashboard headless with this venv's python, waits for
-  ``/_stcore/health`` to answer ``ok`` (bounded), and kills the process group at teardown.
+  ``/_stcore/health`` to answer ``ok`` (bounded), and kills the process group at teardown
+  (e2e_helpers.serve_dashboard, which a test needing a server of its own uses too).
 * ``browser`` (session): Playwright's sync API driving ``/usr/bin/chromium`` (browser downloads do
   not work here, so Playwright's own Chromium is never used). Skips with a reason when Chromium or
   Playwright is missing.
@@ -13,25 +14,13 @@ Screenshots go to tests/e2e/screenshots/ (git-ignored); look at them after a run
 
 from __future__ import annotations
 
-import os
-import signal
-import socket
-import subprocess
-import sys
-import time
-import urllib.error
-import urllib.request
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from e2e_helpers import RUN_TIMEOUT_MS, VIEWPORT
+from e2e_helpers import CHROMIUM, RUN_TIMEOUT_MS, VIEWPORT, serve_dashboard
 
-ROOT = Path(__file__).resolve().parents[2]
-CHROMIUM = Path("/usr/bin/chromium")
 SCREENSHOTS = Path(__file__).resolve().parent / "screenshots"
-# Same cache tests/conftest.py points tiktoken at (no network: the BPE files are on disk).
-TIKTOKEN_CACHE = ROOT.parent / "shared" / "real_data" / "tokenizers" / "tiktoken_cache"
 
 CHROMIUM_ARGS = [
     "--no-sandbox",
@@ -43,13 +32,6 @@ CHROMIUM_ARGS = [
     "--disable-component-update",
     "--disable-sync",
 ]
-HEALTH_TIMEOUT_S = 60
-
-
-def _free_port() -> int:
-    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
 
 
 def _skip_reason() -> str | None:
@@ -73,67 +55,8 @@ def e2e_available() -> None:
 @pytest.fixture(scope="session")
 def streamlit_url(e2e_available, tmp_path_factory) -> Iterator[str]:
     """Base URL of `streamlit run dashboard.py` served headless on a free 127.0.0.1 port."""
-    port = _free_port()
-    log_path = tmp_path_factory.mktemp("streamlit") / "streamlit.log"
-    env = dict(os.environ)
-    if TIKTOKEN_CACHE.is_dir():
-        env.setdefault("TIKTOKEN_CACHE_DIR", str(TIKTOKEN_CACHE))
-    env["PYTHONUNBUFFERED"] = "1"
-    cmd = [
-        sys.executable, "-m", "streamlit", "run", "dashboard.py",
-        "--server.headless", "true",
-        "--server.port", str(port),
-        "--server.address", "127.0.0.1",
-        "--browser.gatherUsageStats", "false",
-        # Pages may be edited while the suite runs: never show "source changed, rerun?" mid-test.
-        "--server.fileWatcherType", "none",
-    ]
-    log = open(log_path, "wb")
-    proc = subprocess.Popen(
-        cmd, cwd=ROOT, env=env, stdout=log, stderr=subprocess.STDOUT, start_new_session=True
-    )
-    base = f"http://127.0.0.1:{port}"
-
-    def _log_tail() -> str:
-        log.flush()
-        return log_path.read_text(errors="replace")[-3000:]
-
-    try:
-        deadline = time.monotonic() + HEALTH_TIMEOUT_S
-        while True:
-            if proc.poll() is not None:
-                pytest.fail(f"streamlit exited with {proc.returncode} before answering:\n{_log_tail()}")
-            try:
-                with urllib.request.urlopen(f"{base}/_stcore/health", timeout=2) as resp:
-                    if resp.status == 200 and resp.read().strip() == b"ok":
-                        break
-            except (urllib.error.URLError, ConnectionError, TimeoutError, OSError):
-                pass
-            if time.monotonic() > deadline:
-                pytest.fail(f"streamlit did not answer /_stcore/health within {HEALTH_TIMEOUT_S} s:\n{_log_tail()}")
-            time.sleep(0.25)
+    with serve_dashboard(tmp_path_factory.mktemp("streamlit") / "streamlit.log") as base:
         yield base
-    finally:
-        _kill_group(proc)
-        log.close()
-
-
-def _kill_group(proc: subprocess.Popen) -> None:
-    """SIGTERM the server's process group, then SIGKILL it if it lingers."""
-    if proc.poll() is not None:
-        return
-    try:
-        os.killpg(proc.pid, signal.SIGTERM)
-    except ProcessLookupError:
-        return
-    try:
-        proc.wait(timeout=10)
-    except subprocess.TimeoutExpired:
-        try:
-            os.killpg(proc.pid, signal.SIGKILL)
-        except ProcessLookupError:
-            pass
-        proc.wait(timeout=10)
 
 
 @pytest.fixture(scope="session")

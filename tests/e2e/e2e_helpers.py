@@ -1,9 +1,27 @@
-"""Helpers for the real-browser tests: wait for a Streamlit run, read metrics, take screenshots."""
+"""Helpers for the real-browser tests: serve the dashboard, wait for a Streamlit run, read metrics,
+take screenshots."""
 
 from __future__ import annotations
 
+import os
+import signal
+import socket
+import subprocess
+import sys
 import time
+import urllib.error
+import urllib.request
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[2]
+CHROMIUM = Path("/usr/bin/chromium")
+# Same cache tests/conftest.py points tiktoken at (no network: the BPE files are on disk).
+TIKTOKEN_CACHE = ROOT.parent / "shared" / "real_data" / "tokenizers" / "tiktoken_cache"
+HEALTH_TIMEOUT_S = 60
 
 #: A common laptop window (the width a real-browser review of the dashboard used).
 VIEWPORT = {"width": 1280, "height": 900}
@@ -15,6 +33,79 @@ APP = '[data-testid="stApp"]'
 CHARTS = '.js-plotly-plot, [data-testid="stPlotlyChart"]'
 EXCEPTION = '[data-testid="stException"]'
 
+
+def _free_port() -> int:
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+@contextmanager
+def serve_dashboard(log_path: Path) -> Iterator[str]:
+    """`streamlit run dashboard.py` headless on a free 127.0.0.1 port, with this venv's python;
+    yields its base URL once ``/_stcore/health`` answers ``ok`` (bounded: fails the test with the
+    log's tail), and kills the process group on exit. Every call starts a fresh server (a cold
+    one: nothing imported or cached yet)."""
+    port = _free_port()
+    env = dict(os.environ)
+    if TIKTOKEN_CACHE.is_dir():
+        env.setdefault("TIKTOKEN_CACHE_DIR", str(TIKTOKEN_CACHE))
+    env["PYTHONUNBUFFERED"] = "1"
+    cmd = [
+        sys.executable, "-m", "streamlit", "run", "dashboard.py",
+        "--server.headless", "true",
+        "--server.port", str(port),
+        "--server.address", "127.0.0.1",
+        "--browser.gatherUsageStats", "false",
+        # Pages may be edited while the suite runs: never show "source changed, rerun?" mid-test.
+        "--server.fileWatcherType", "none",
+    ]
+    log = open(log_path, "wb")
+    proc = subprocess.Popen(
+        cmd, cwd=ROOT, env=env, stdout=log, stderr=subprocess.STDOUT, start_new_session=True
+    )
+    base = f"http://127.0.0.1:{port}"
+
+    def _log_tail() -> str:
+        log.flush()
+        return log_path.read_text(errors="replace")[-3000:]
+
+    try:
+        deadline = time.monotonic() + HEALTH_TIMEOUT_S
+        while True:
+            if proc.poll() is not None:
+                pytest.fail(f"streamlit exited with {proc.returncode} before answering:\n{_log_tail()}")
+            try:
+                with urllib.request.urlopen(f"{base}/_stcore/health", timeout=2) as resp:
+                    if resp.status == 200 and resp.read().strip() == b"ok":
+                        break
+            except (urllib.error.URLError, ConnectionError, TimeoutError, OSError):
+                pass
+            if time.monotonic() > deadline:
+                pytest.fail(f"streamlit did not answer /_stcore/health within {HEALTH_TIMEOUT_S} s:\n{_log_tail()}")
+            time.sleep(0.25)
+        yield base
+    finally:
+        _kill_group(proc)
+        log.close()
+
+
+def _kill_group(proc: subprocess.Popen) -> None:
+    """SIGTERM the server's process group, then SIGKILL it if it lingers."""
+    if proc.poll() is not None:
+        return
+    try:
+        os.killpg(proc.pid, signal.SIGTERM)
+    except ProcessLookupError:
+        return
+    try:
+        proc.wait(timeout=10)
+    except subprocess.TimeoutExpired:
+        try:
+            os.killpg(proc.pid, signal.SIGKILL)
+        except ProcessLookupError:
+            pass
+        proc.wait(timeout=10)
 
 def wait_for_app(page, *, charts: int = 0, timeout_ms: int = RUN_TIMEOUT_MS) -> None:
     """Wait until the script has run to its end and (optionally) ``charts`` plotly charts are drawn.

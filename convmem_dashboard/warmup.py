@@ -1,0 +1,52 @@
+"""The first view after the server started: the libraries the pages need load under a spinner.
+
+A freshly started server has imported Streamlit (and plotly, which Streamlit imports) but not
+pandas, numpy and pyarrow, which every page's tables need: about 1.4 s on a loaded 2-core machine,
+more than any other part of a cold first view of the bundled sample (benchmarks/bench_cold.py).
+Imported inside a page, they hold the page back with nothing on screen; dashboard.py calls
+:func:`warm_up` before the page runs, so that wait shows a spinner with the elapsed time instead
+(issue 10 item 3: progress, never blank placeholders). Later views find the modules imported and
+pay nothing (a ``sys.modules`` lookup per module).
+"""
+
+from __future__ import annotations
+
+import importlib
+import sys
+
+import streamlit as st
+
+__all__ = ["HEAVY_MODULES", "missing_modules", "warm_up"]
+
+#: Modules every page imports (directly or through convmem_dashboard's table builders) whose first
+#: import is slow, in import order.
+HEAVY_MODULES = ("numpy", "pandas", "plotly.graph_objects")
+
+
+def missing_modules(modules=HEAVY_MODULES, loaded=None) -> list[str]:
+    """The ones of ``modules`` not imported yet (``loaded``: a ``sys.modules``-like mapping).
+
+    >>> missing_modules(("numpy", "pandas"), loaded={"numpy": object()})
+    ['pandas']
+    >>> missing_modules(("numpy",), loaded={"numpy": object()})
+    []
+    """
+    loaded = sys.modules if loaded is None else loaded
+    return [m for m in modules if m not in loaded]
+
+
+def warm_up(page_title: str) -> None:
+    """Import :data:`HEAVY_MODULES` not imported yet, under a spinner naming ``page_title``.
+
+    Streamlit shows the spinner only when the block lasts over its delay (0.5 s), so a warm
+    server shows nothing. Raises what the imports raise (never in a working install).
+    """
+    missing = missing_modules()
+    if not missing:
+        return
+    with st.spinner(
+        f"Opening {page_title}: loading pandas and plotly (once, after the server started)…",
+        show_time=True,
+    ):
+        for name in missing:
+            importlib.import_module(name)

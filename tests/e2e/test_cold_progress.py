@@ -1,0 +1,93 @@
+"""A shared link cold-opened on a freshly started server shows progress while the page works
+(issue 10 item 3: "long work shows progress, never blank placeholders").
+
+The link is the Token budget page on the 10^5-message synthetic conversation: the server must
+import pandas & co. for the first time, generate the conversation and replay it through History.
+The test never measures time: it records (in the browser, on every DOM change) the text of each
+spinner / status / progress bar that was visible, and whether the page's question was already on
+screen then; it waits (bounded) for the page to finish and then checks what it saw.
+benchmarks/bench_cold.py prints the timings.
+"""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+from e2e_helpers import (
+    RUN_TIMEOUT_MS,
+    VIEWPORT,
+    assert_no_exception,
+    metric_values,
+    screenshot,
+    serve_dashboard,
+    wait_for_app,
+)
+
+from convmem_dashboard.questions import QUESTIONS
+
+pytestmark = pytest.mark.e2e
+
+LINK = "/token_budget?data=synthetic-100000"
+QUESTION = QUESTIONS["token_budget"]
+#: Bounded wait for the whole cold view (generation + replay of 10^5 messages on a loaded machine).
+COLD_TIMEOUT_MS = 240_000
+
+# Runs before Streamlit's own code in the page: every visible progress indicator's text, in the
+# order first seen, with whether the page's question was visible at that moment.
+RECORD_PROGRESS_JS = """
+(() => {
+  const question = %s;
+  const seen = [];
+  window.__progress = seen;
+  const visible = el => { const r = el.getBoundingClientRect(); return r.width > 0 && r.height > 0; };
+  function check() {
+    const shown = Array.from(document.querySelectorAll('[data-testid="stMarkdownContainer"]'))
+      .some(el => el.innerText.includes(question) && visible(el));
+    for (const el of document.querySelectorAll(
+        '[data-testid="stSpinner"], [data-testid="stProgress"], [data-testid="stExpanderIconSpinner"]')) {
+      if (!visible(el)) continue;
+      // a spinner's text carries its elapsed time ("... (1.2 seconds)"): keep the words only
+      const text = el.innerText.replace(/\\s*\\([\\d.]+ seconds?\\)\\s*$/, '').trim();
+      if (text && !seen.some(s => s.text === text)) seen.push({text, questionShown: shown});
+    }
+  }
+  new MutationObserver(check).observe(document, {subtree: true, childList: true, characterData: true,
+                                                 attributes: true});
+  setInterval(check, 50);
+})();
+"""
+
+
+def test_cold_link_shows_progress_before_the_page(browser, tmp_path, screenshot_dir):
+    with serve_dashboard(tmp_path / "streamlit.log") as base:
+        context = browser.new_context(viewport=VIEWPORT)
+        context.set_default_timeout(RUN_TIMEOUT_MS)
+        try:
+            context.add_init_script(RECORD_PROGRESS_JS % json.dumps(QUESTION))
+            page = context.new_page()
+            page.goto(base + LINK, wait_until="commit")
+            # The conversation is generated under the data picker's spinner, before the page runs.
+            loading = page.locator('[data-testid="stSpinner"]', has_text="Loading the data in use")
+            loading.wait_for(state="visible", timeout=COLD_TIMEOUT_MS)
+            screenshot(page, screenshot_dir, "cold_progress_loading")
+            assert page.get_by_text(QUESTION).count() == 0, "the page ran before its data was loaded?"
+            # ... then the page itself, whole.
+            page.get_by_text(QUESTION).wait_for(state="visible", timeout=COLD_TIMEOUT_MS)
+            wait_for_app(page, timeout_ms=COLD_TIMEOUT_MS)
+            assert_no_exception(page)
+            seen = page.evaluate("window.__progress")
+            metrics = metric_values(page)
+            screenshot(page, screenshot_dir, "cold_progress_done")
+        finally:
+            context.close()
+
+    texts = [s["text"] for s in seen]
+    # The long work before the page could draw anything was announced in words, in this order.
+    assert texts[0] == "Loading the data in use: Synthetic, 100,000 messages…", seen
+    assert not seen[0]["questionShown"], seen
+    # Every indicator seen names what it waits for (no bare spinner icon).
+    assert all(len(t.split()) >= 2 for t in texts), seen
+    # The finished page drew its metrics (10^5 messages: counts with thousands separators).
+    assert len(metrics) >= 6 and all(metrics), metrics
+    assert any("," in v for v in metrics), metrics
