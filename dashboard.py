@@ -7,6 +7,7 @@ import streamlit as st
 
 from convmem_dashboard.data import dataset_picker, read_database_param
 from convmem_dashboard.entry import mark_entry
+from convmem_dashboard.gc_tuning import tune_gc
 from convmem_dashboard.url_params import sanitize_query_params
 from convmem_dashboard.warmup import warm_up
 
@@ -14,6 +15,7 @@ from convmem_dashboard.warmup import warm_up
 # the browser fetch an SVG from fonts.gstatic.com (issue 10 item 6: no request leaves localhost;
 # the Material Symbols font of the icons in pages and messages is served by Streamlit itself).
 st.set_page_config(page_title="convmem", page_icon="🧠", layout="wide")
+tune_gc()  # fewer young GC passes over the cached 10^5-message replays (convmem_dashboard.gc_tuning)
 # ?db=<database URL> opens a live database; read and removed from the URL first (it may hold a
 # password), before anything could echo it (convmem_dashboard.data).
 read_database_param()
