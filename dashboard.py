@@ -7,6 +7,7 @@ import streamlit as st
 
 from convmem_dashboard.data import dataset_picker, read_database_param
 from convmem_dashboard.entry import mark_entry
+from convmem_dashboard.questions import QUESTIONS
 from convmem_dashboard.url_params import sanitize_query_params
 from convmem_dashboard.warmup import warm_up
 
@@ -31,7 +32,7 @@ pages = [
 pg = st.navigation(pages)
 dataset_picker()
 mark_entry()
-# The first view after the server started imports pandas & co. under a spinner, not inside the
-# page with nothing on screen (convmem_dashboard.warmup, issue 10 item 3).
-warm_up(pg.title)
+# The first view after the server started imports pandas & co. under the page's question and a
+# spinner, not inside the page with nothing on screen (convmem_dashboard.warmup, issue 10 item 3).
+warm_up(pg.title, QUESTIONS.get(pg.url_path or "home"))
 pg.run()
