@@ -2,6 +2,7 @@
 whole summary text counted at every compaction, every line of the previous summary re-read).
 
     .venv/bin/python benchmarks/bench_summaries.py [--n 20000] [--old path/to/old_summarizers.py]
+        [--replay-only]
 
 Both run in this process, interleaved, on the same synthetic conversation (convmem.synthetic,
 seed 7) and settings (limit 32,000 tokens, summary budget 3,000 tokens: the Token budget page's
@@ -53,15 +54,107 @@ def run(messages, cls, limit: int, budget: int, policies: dict) -> tuple[float, 
     return time.perf_counter() - t0, made
 
 
+def replay_rows(messages, old, repeat: int, limit: int = 32_000, budget: int = 3_000) -> None:
+    """replay() with summaries (what the Token budget page runs per rerun): deferred summaries
+    (Replay.summaries a lazy SummaryLog; now) against eager ones (every summary's text built:
+    this module's summarizer with deferral off, and the old module's), and against the same
+    replay without summaries. "first" empties the process-wide line caches (a new process),
+    "warm" keeps them (another limit of the same conversation). Interleaved; medians."""
+    replay_module = sys.modules["convmem.replay"]  # (convmem.replay is also the function)
+    old._defer, old._deferred = (lambda self: None), False  # the old one knows no deferral
+    from convmem import summarizers as sm
+
+    def clear() -> None:
+        _LINE_MEMOS.clear(), sm._LINE_CACHE.clear(), sm._LINE_KEPT.clear(), sm._CLIP_MEMOS.clear()
+
+    def timed(settings, mode: str) -> tuple[float, object]:
+        saved_cls, saved_defer = replay_module.ExtractiveSummarizer, ExtractiveSummarizer._defer
+        if mode == "old":
+            replay_module.ExtractiveSummarizer = old  # HistorySettings.build makes the old one
+        elif mode == "eager":
+            ExtractiveSummarizer._defer = lambda self: None
+        try:
+            t0 = time.perf_counter()
+            r = replay(messages, settings)
+            return time.perf_counter() - t0, r
+        finally:
+            replay_module.ExtractiveSummarizer, ExtractiveSummarizer._defer = saved_cls, saved_defer
+
+    for name, ctor in (("no pins", HistorySettings), ("all policies", HistorySettings.all_policies)):
+        plain, with_sum = ctor(limit), ctor(limit, summary_budget=budget)
+        times: dict[str, list[float]] = {}
+        kept: dict[str, object] = {}
+        for _ in range(repeat):
+            for mode in ("old", "eager", "deferred"):
+                clear()
+                first, r = timed(with_sum, mode)
+                warm, r = timed(with_sum, mode)
+                times.setdefault(mode + " first", []).append(first)
+                times.setdefault(mode + " warm", []).append(warm)
+                kept[mode] = r
+            times.setdefault("no summaries", []).append(timed(plain, "deferred")[0])
+        med = {k: statistics.median(v) for k, v in times.items()}
+        same = list(kept["deferred"].summaries) == list(kept["old"].summaries)
+        eager_chars = sum(len(m.content) for m in kept["old"].summaries if m is not None)
+        log_chars = sum(map(len, kept["deferred"].summaries._spans[0]))
+        base = med["no summaries"]
+        print(f"  replay, {name}: no summaries {base:.3f} s")
+        for mode in ("old", "eager", "deferred"):
+            f, w = med[mode + " first"], med[mode + " warm"]
+            print(f"    {mode:<8} first {f:6.3f} s  warm {w:6.3f} s  (warm - no summaries {w - base:+.3f} s;"
+                  f" old/this: first {med['old first'] / f:4.1f}x, warm {med['old warm'] / w:4.1f}x)")
+        print(f"    {len(kept['deferred'].summaries):,} summaries equal to the old ones: {same}; text kept:"
+              f" eager {eager_chars / 1e6:,.1f} M chars, deferred log {log_chars / 1e6:,.1f} M chars")
+
+
+def walk_rows(messages, repeat: int, limit: int = 32_000, budget: int = 3_000) -> None:
+    """replay() and sweep_limits (5 limits) with summaries and no other policy: replay's walk
+    against the same through History.add (the walk switched off), line caches warm."""
+    replay_module = sys.modules["convmem.replay"]
+    from convmem import sweep_limits
+
+    saved = replay_module._summary_walk_applies
+    settings = HistorySettings(limit, summary_budget=budget)
+    limits = [limit - 2_000 * k for k in range(5)]
+    replay(messages, settings)  # warm the line caches
+    times: dict[str, list[float]] = {}
+    for _ in range(repeat):
+        for walk in (False, True):
+            if not walk:
+                replay_module._summary_walk_applies = lambda *a: False
+            try:
+                t0 = time.perf_counter()
+                replay(messages, settings)
+                t1 = time.perf_counter()
+                sweep_limits(messages, settings, limits)
+                t2 = time.perf_counter()
+            finally:
+                replay_module._summary_walk_applies = saved
+            times.setdefault(f"replay {walk}", []).append(t1 - t0)
+            times.setdefault(f"sweep {walk}", []).append(t2 - t1)
+    med = {k: statistics.median(v) for k, v in times.items()}
+    for what in ("replay", "sweep"):
+        h, w = med[f"{what} False"], med[f"{what} True"]
+        label = "replay" if what == "replay" else "sweep_limits, 5 limits"
+        print(f"  {label:<24} History.add {h:6.3f} s   walk {w:6.3f} s   ({h / w:4.1f}x)")
+
+
 def main() -> None:
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     p.add_argument("--n", type=int, default=20_000, help="messages")
     p.add_argument("--old", default="/tmp/old_summarizers.py", help="the old summarizers.py")
     p.add_argument("--repeat", type=int, default=3)
+    p.add_argument("--replay-only", action="store_true", help="only the replay() rows (deferred summaries)")
     args = p.parse_args()
     old = load_old(args.old)
     default_counter().count_text("warm up")
     msgs = generate_conversation(args.n, seed=7).messages
+    print(f"replay() with summaries, {args.n:,} synthetic messages, limit 32,000, budget 3,000 tokens")
+    replay_rows(msgs, old, args.repeat)
+    print("summaries with no other policy: replay's walk against History.add (line caches warm)")
+    walk_rows(msgs, args.repeat)
+    if args.replay_only:
+        return
     combos = {"none": {}, "start_on_user": {"start_on_user": True},
               "all four": {"pin_system": True, "pin_latest_user": True, "keep_tool_groups": True, "start_on_user": True}}
     print(f"History with ExtractiveSummarizer, {args.n:,} synthetic messages, limit 32,000, budget 3,000 tokens")

@@ -87,6 +87,7 @@ from .prompt_cache import (
 from .tail import TailLoad, load_tail
 from .replay import (
     CompactionLog,
+    SummaryLog,
     HistorySettings,
     Replay,
     ReplayStats,
@@ -134,6 +135,7 @@ __all__ = [
     "ClearToolUses",
     "Compaction",
     "CompactionLog",
+    "SummaryLog",
     "context_at",
     "Conversation",
     "ConvmemError",

@@ -473,6 +473,8 @@ class History:
         "_thinking",
         "_think_queue",
         "_think_live",
+        "_editing",
+        "_unordered",
     )
 
     def __init__(
@@ -581,6 +583,8 @@ class History:
         self._kept_count = 0
         self._sink: Callable[[tuple], object] | None = None  # see _attach_sink
         self._ids: set[str] = set()  # ids of the kept messages (not the summary): unique (SPEC §2)
+        self._editing = clear is not None or clear_thinking is not None  # messages change in place
+        self._unordered = False  # see _finish: the drops of this add may be out of seq order
         # No policy on: add takes the base path (the seed's rule, inlined).
         self._plain = not (
             pin_system or pin_latest_user or keep_tool_groups or start_on_user or summarizer or clear
@@ -775,8 +779,7 @@ class History:
             return out
         # With clearing on, an item is a list so a clearing can swap its message in place (the run,
         # a tool group and the clearing queues share the one item).
-        clearing = self._clear is not None or self._clear_thinking is not None
-        item = [step, message] if clearing else (step, message)
+        item = [step, message] if self._editing else (step, message)
         role = message.role
         peak = self._total + message.tokens  # the total with it appended, before any drop
         dropped: list[tuple[_Item, str]] | None = None
@@ -853,9 +856,7 @@ class History:
             return []
         if dropped is None:
             dropped = []
-        self._cut(dropped)
-        if self._start_on_user:
-            self._align_to_user(dropped)
+        self._compact(dropped)
         return self._finish(step, message, peak, dropped, trigger)
 
     # ------------------------------------------------------------------ clearing
@@ -992,77 +993,104 @@ class History:
         ``compaction_from_raw`` turns one into a Compaction."""
         self._sink = sink
 
-    def _is_pinned(self, item: _Item) -> bool:
-        return item is self._latest_user or (self._pin_system and item[1].role == "system")
+    def _compact(self, dropped: list[tuple[_Item, str]]) -> None:
+        """Drop from the oldest end until live tokens (all but the summary) fit the goal; then,
+        with start_on_user, drop leading non-system messages until a user message leads.
 
-    def _cut(self, dropped: list[tuple[_Item, str]]) -> None:
-        """Drop from the oldest end until live tokens (all but the summary) fit the goal."""
+        One method for both passes, with the total, the kept count and the frontier held in
+        locals: a plain message (not pinned, not heading a tool group, no clearing on) is dropped
+        inline; anything else goes through :meth:`_drop_unit` with the state written back first.
+        Sets ``_unordered`` when tool results went with their call (``dropped`` may then be out of
+        seq order; see :meth:`_finish`).
+
+        Unpinned system messages passed over by start_on_user stay only if nothing after them is
+        dropped (the kept set stays a suffix plus pins); their count is the only rescan cost.
+        """
         goal = self._goal
         stop_at = goal + (self._summary.tokens if self._summary is not None else 0)
         run = self._run
+        popleft = run.popleft
         dead = self._dead
         pin_system = self._pin_system
-        while self._total > stop_at and run:
-            item = run.popleft()
-            if dead and item[0] in dead:
-                dead.discard(item[0])
+        latest_user = self._latest_user
+        group_of = self._group_of
+        discard = self._ids.discard
+        append = dropped.append
+        editing = self._editing
+        total = self._total
+        kept = self._kept_count
+        frontier = self._frontier
+        while total > stop_at and run:
+            item = popleft()
+            seq = item[0]
+            if dead and seq in dead:
+                dead.discard(seq)
                 continue
             m = item[1]
-            if item is self._latest_user or (pin_system and m.role == "system"):
-                self._park(item)
+            if item is latest_user:
+                self._head_user = item  # only pin_latest_user pins a user message: at most one
                 continue
-            self._drop_unit(item, TOO_BIG if m.tokens > goal else OVER_LIMIT, dropped)
-
-    def _align_to_user(self, dropped: list[tuple[_Item, str]]) -> None:
-        """start_on_user: drop leading non-system messages until a user message leads.
-
-        Unpinned system messages passed over stay only if nothing after them is dropped (the kept
-        set stays a suffix plus pins); their count is the only rescan cost.
-        """
-        if self._head_user is not None:
-            return  # the pinned user message in the head is the first non-system message
-        run = self._run
-        dead = self._dead
-        i = 0
-        while i < len(run):
-            item = run[i]
-            if dead and item[0] in dead:
-                if i == 0:
-                    run.popleft()
-                    dead.discard(item[0])
-                else:
-                    i += 1
+            if pin_system and m.role == "system":
+                self._head.append(item)
                 continue
-            role = item[1].role
-            if role == "user":
-                return
-            if role == "system":
-                if i == 0 and self._is_pinned(item):
-                    run.popleft()
-                    self._park(item)
-                else:
-                    i += 1
+            tokens = m.tokens
+            if editing or (group_of and seq in group_of):
+                self._total, self._kept_count = total, kept
+                self._drop_unit(item, TOO_BIG if tokens > goal else OVER_LIMIT, dropped)
+                total, kept, frontier = self._total, self._kept_count, seq
                 continue
-            # A leading non-system, non-user message: it goes, with any system messages before it
-            # that are not pinned (pinned ones are parked in the head).
-            for _ in range(i):
-                x = run.popleft()
-                if dead and x[0] in dead:
-                    dead.discard(x[0])
-                elif self._is_pinned(x):
-                    self._park(x)
-                else:
-                    self._drop_unit(x, START_ON_USER, dropped)
-            run.popleft()
-            self._drop_unit(item, START_ON_USER, dropped)
+            frontier = seq
+            total -= tokens
+            kept -= 1
+            discard(m.id)
+            append((item, TOO_BIG if tokens > goal else OVER_LIMIT))
+        if self._start_on_user and self._head_user is None:
+            # (A pinned user message in the head is the first non-system message: nothing to do.)
             i = 0
-
-    def _park(self, item: _Item) -> None:
-        """Move a pinned message from the run's left end into the head. O(1)."""
-        if item[1].role == "user":
-            self._head_user = item  # only pin_latest_user pins a user message: at most one
-        else:
-            self._head.append(item)
+            while i < len(run):
+                item = run[i]
+                seq = item[0]
+                if dead and seq in dead:
+                    if i == 0:
+                        popleft()
+                        dead.discard(seq)
+                    else:
+                        i += 1
+                    continue
+                role = item[1].role
+                if role == "user":
+                    break
+                if role == "system":
+                    if i == 0 and (item is latest_user or pin_system):
+                        popleft()
+                        self._head.append(item)
+                    else:
+                        i += 1
+                    continue
+                # A leading non-system, non-user message: it goes, with any system messages before
+                # it that are not pinned (pinned ones are parked in the head).
+                for _ in range(i + 1):
+                    x = popleft()
+                    seq = x[0]
+                    m = x[1]
+                    if dead and seq in dead:
+                        dead.discard(seq)
+                    elif x is latest_user:
+                        self._head_user = x
+                    elif pin_system and m.role == "system":
+                        self._head.append(x)
+                    elif editing or (group_of and seq in group_of):
+                        self._total, self._kept_count = total, kept
+                        self._drop_unit(x, START_ON_USER, dropped)
+                        total, kept, frontier = self._total, self._kept_count, seq
+                    else:
+                        frontier = seq
+                        total -= m.tokens
+                        kept -= 1
+                        discard(m.id)
+                        append((x, START_ON_USER))
+                i = 0
+        self._total, self._kept_count, self._frontier = total, kept, frontier
 
     def _drop_unit(self, item: _Item, reason: str, dropped: list[tuple[_Item, str]]) -> None:
         """Drop ``item`` from the oldest end, with its tool results when it heads a tool group."""
@@ -1101,6 +1129,8 @@ class History:
                         dropped.append((r, TOOL_GROUP))
                         if self._clear is not None:
                             self._forget_tool(r)
+                if group.results:
+                    self._unordered = True  # later drops may be older than these results
                 group.results = []
 
     def _finish(
@@ -1115,7 +1145,8 @@ class History:
         failure: BaseException | None = None
         if self._summarizer is not None and trigger != TRIGGER_ARRIVAL:
             if dropped:
-                if self._keep_tool_groups and len(dropped) > 1:
+                if self._unordered:
+                    self._unordered = False
                     dropped.sort(key=_first_seq)
                 try:
                     event = self._summarize([pair[0][1] for pair in dropped])
@@ -1132,9 +1163,11 @@ class History:
                 event = self._remove_summary(event)
         if not dropped and event is None:
             return []
-        if self._keep_tool_groups and len(dropped) > 1:
-            # Tool results dropped with their call may sit after later messages: order by seq.
-            # Timsort is O(d) on the usual already-ordered list.
+        if self._unordered:
+            # Tool results dropped with their call may sit after later messages: order by seq
+            # (O(d) on an already-ordered list). Without such results every drop came from the
+            # run's left end (or is the one pin_moved message, older than the run) in seq order.
+            self._unordered = False
             dropped.sort(key=_first_seq)
         raw = (step, message.id, trigger, total_before, self._total, dropped, event)
         self._records.append(raw)

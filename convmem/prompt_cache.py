@@ -51,7 +51,7 @@ from dataclasses import dataclass, replace
 
 from .history import OVER_LIMIT, START_ON_USER, TOO_BIG
 from .message import Message
-from .replay import HistorySettings, Replay, ReplayStats, _check_messages, replay
+from .replay import HistorySettings, Replay, ReplayStats, SummaryLog, _check_messages, replay
 
 __all__ = [
     "CachePricing",
@@ -300,7 +300,8 @@ def unchanged_prefix_tokens(
     tokens = [m.tokens for m in result.messages]
     totals = result.totals
     raw = result.compactions._raw  # noqa: SLF001 - same package: the records, unbuilt
-    summaries = iter(result.summaries)
+    # Each summary's id, role and tokens (its text is not needed: ids of one summarizer differ).
+    summaries = iter(result.summaries._stubs() if isinstance(result.summaries, SummaryLog) else result.summaries)
     # Linked list over nodes k = seq + 1; node 0 is the head sentinel, n + 1 the end. Messages not
     # added yet sit after the tail and are never crossed (queries stay below the current step).
     nxt = list(range(1, n + 2)) + [n + 1]

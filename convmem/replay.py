@@ -23,7 +23,7 @@ from collections import deque
 from collections.abc import Sequence
 from dataclasses import dataclass, field, replace
 from itertools import accumulate, chain, islice, repeat
-from operator import attrgetter, itemgetter
+from operator import attrgetter, itemgetter, methodcaller
 from typing import overload
 
 from .history import (
@@ -40,11 +40,12 @@ from .history import (
     compaction_from_raw,
 )
 from .message import Message
-from .summarizers import ExtractiveSummarizer
+from .summarizers import ExtractiveSummarizer, _own_counter_memo, _span_text
 
 __all__ = [
     "HistorySettings",
     "CompactionLog",
+    "SummaryLog",
     "Replay",
     "ReplayStats",
     "SweepRow",
@@ -281,6 +282,98 @@ class CompactionLog(Sequence[Compaction]):
         return f"CompactionLog({len(self.steps)} records)"
 
 
+class SummaryLog(Sequence["Message | None"]):
+    """The accepted summaries of a replay, in order, each built into a Message only on access.
+
+    Entry ``i`` is the summary accepted by the ``i``-th record whose summarizer outcome was
+    accepted, as it stood after that add: a :class:`~convmem.Message` (id, role, tokens and
+    content equal to what :class:`~convmem.ExtractiveSummarizer` makes eagerly), or None when the
+    same add removed it again (pinned messages left it no room). ``ids`` and ``tokens`` are plain
+    columns (None / 0 for those entries); :meth:`get` finds a summary by id.
+
+    Why lazy: a replay of 10^5 messages makes ~20,000 summaries of ~12 KB each (0.2-0.3 GB of
+    text, and most of the replay's time spent joining it). The replay's summarizer keeps every
+    line it made once (O(dropped messages)) and each summary as a span of that log; a summary's
+    text is joined from its span when read: O(its lines) per access, nothing kept after it.
+
+    Args:
+        summaries: the summary messages History held, ``content=None`` when made deferred (their
+            text comes from ``summarizer``), else kept as they are; None entries stay None.
+        summarizer: the replay's deferred ExtractiveSummarizer, or None.
+    """
+
+    __slots__ = ("ids", "tokens", "_role", "_calls", "_full", "_spans", "_index")
+
+    def __init__(self, summaries: Sequence[Message | None] = (), summarizer: ExtractiveSummarizer | None = None) -> None:
+        self.ids: tuple[str | None, ...] = tuple(None if m is None else m.id for m in summaries)
+        self.tokens: tuple[int, ...] = tuple(0 if m is None else m.tokens for m in summaries)
+        made = summarizer._made if summarizer is not None else {}
+        calls = [-1 if m is None or m.content is not None else made.get(m.id, -1) for m in summaries]
+        self._calls = array("q", calls)
+        # Summaries not made by the deferred summarizer (eager ones) are kept whole.
+        self._full = {i: m for i, (m, c) in enumerate(zip(summaries, calls)) if m is not None and c < 0}
+        self._role = summarizer.role if summarizer is not None else "system"
+        # The summarizer's log and spans (not the summarizer: nothing of its counter is kept).
+        self._spans = None if summarizer is None else summarizer._spans()
+        self._index: dict[str, int] | None = None
+
+    def __len__(self) -> int:
+        return len(self.ids)
+
+    def _build(self, i: int) -> Message | None:
+        sid = self.ids[i]
+        if sid is None:
+            return None
+        call = self._calls[i]
+        if call < 0:
+            return self._full[i]
+        assert self._spans is not None
+        return Message(sid, self._role, self.tokens[i], content=_span_text(self._spans, call))
+
+    @overload
+    def __getitem__(self, i: int) -> Message | None: ...
+    @overload
+    def __getitem__(self, i: slice) -> list[Message | None]: ...
+    def __getitem__(self, i):
+        if isinstance(i, slice):
+            return [self._build(j) for j in range(*i.indices(len(self.ids)))]
+        if i < 0:
+            i += len(self.ids)
+        if not 0 <= i < len(self.ids):
+            raise IndexError(f"SummaryLog index {i} out of range (len {len(self.ids)})")
+        return self._build(i)
+
+    def _stubs(self):
+        """Each entry without building its text: deferred summaries as ``Message(id, role,
+        tokens)`` (no content), others as they are. O(1) per entry (convmem.prompt_cache)."""
+        role, full = self._role, self._full
+        for i, (sid, tokens, call) in enumerate(zip(self.ids, self.tokens, self._calls)):
+            if sid is None:
+                yield None
+            elif call < 0:
+                yield full[i]
+            else:
+                yield Message(sid, role, tokens)
+
+    def get(self, summary_id: str) -> Message | None:
+        """The summary with id ``summary_id`` (a Message with its content), or None when no
+        accepted summary has it. O(1) after a first O(len) call builds the index."""
+        if self._index is None:
+            self._index = {sid: i for i, sid in enumerate(self.ids) if sid is not None}
+        i = self._index.get(summary_id)
+        return None if i is None else self._build(i)
+
+    def __eq__(self, other: object) -> bool:
+        if isinstance(other, (SummaryLog, list, tuple)):
+            return len(self) == len(other) and list(self) == list(other)
+        return NotImplemented
+
+    __hash__ = None  # type: ignore[assignment]
+
+    def __repr__(self) -> str:
+        return f"SummaryLog({len(self.ids)} summaries)"
+
+
 @dataclass(frozen=True, slots=True)
 class Replay:
     """The trace of one conversation through one History.
@@ -290,7 +383,8 @@ class Replay:
     None while kept), ``drop_reason``, ``summarized``. ``compactions`` are History's records, as a
     lazily built :class:`CompactionLog`.
     ``summaries`` are the accepted summary messages, in order (their ids are the accepted
-    :class:`~convmem.history.SummaryEvent` ids), so a UI can show a summary's text.
+    :class:`~convmem.history.SummaryEvent` ids), as a :class:`SummaryLog` that builds each one's
+    text on access (``summaries.get(id)`` finds one by id), so a UI can show a summary's text.
     """
 
     messages: tuple[Message, ...]
@@ -304,7 +398,7 @@ class Replay:
     compactions: CompactionLog
     final_context: tuple[Message, ...]
     stats: ReplayStats = field(repr=False)
-    summaries: tuple[Message, ...] = field(default=(), repr=False)
+    summaries: SummaryLog = field(default_factory=SummaryLog, repr=False)
     clearings: tuple[Clearing, ...] = field(default=(), repr=False)
     cleared_at: tuple[int | None, ...] = field(default=(), repr=False)
 
@@ -388,7 +482,17 @@ def _replay(
             totals[step] = h._total
             kept[step] = h._kept_count
             step += 1
+    elif _summary_walk_applies(messages, settings, h, count_tokens):
+        h._summarizer._defer()
+        totals, kept, final_summary, lo = _walk_summaries(messages, h, records, summaries)
+        final_context = tuple(messages[lo:])
+        if final_summary is not None:
+            final_context = (_full_summary(h._summarizer, final_summary), *final_context)
     else:
+        summarizer = h._summarizer
+        if isinstance(summarizer, ExtractiveSummarizer):
+            summarizer._defer()  # summaries as spans of one line log; text built on access
+
         def on_record(raw: tuple) -> None:
             # The summary accepted by this record, as it stands after the add (None when the
             # same add removed it again: pinned messages left it no room).
@@ -468,6 +572,13 @@ def _replay(
         gone_steps = [i for i, d in enumerate(dropped_at) if d is not None]
         messages_dropped = len(gone_steps)
         dropped_tokens = sum(messages[i].tokens for i in gone_steps)
+    summary_log = _summary_log(history, summaries)
+    if final_context is None:
+        final_context = tuple(history.context())
+        if history._summary is not None and history._summary.content is None:
+            # The deferred summary in place: the context shows it with its text.
+            full = summary_log.get(history._summary.id)
+            final_context = tuple(full if m is history._summary else m for m in final_context)
     limit = settings.limit
     tokens_sent = sum(totals)
     stats = ReplayStats(
@@ -495,12 +606,122 @@ def _replay(
         drop_reason=tuple(reason),
         summarized=tuple(summarized),
         compactions=CompactionLog(list(records)),
-        final_context=tuple(history.context()) if final_context is None else final_context,
+        final_context=final_context,
         stats=stats,
-        summaries=tuple(summaries),
+        summaries=summary_log,
         clearings=tuple(clearings),
         cleared_at=tuple(cleared_at),
     )
+
+
+def _summary_walk_applies(messages, settings: HistorySettings, h: History, count_tokens) -> bool:
+    """Whether :func:`_walk_summaries` may stand in for History: summaries on with no pin, group,
+    start_on_user or clearing policy, the replay's own ExtractiveSummarizer under convmem's own
+    counters (which never raise on a str), and no message id that a summary id could repeat
+    (History refuses such an add; the walk leaves those to History)."""
+    summarizer = h._summarizer
+    if (
+        settings.pin_system or settings.pin_latest_user or settings.keep_tool_groups or settings.start_on_user
+        or settings.clear_trigger is not None or settings.clear_thinking_keep is not None
+        or type(summarizer) is not ExtractiveSummarizer or summarizer.calls
+    ):
+        return False
+    if count_tokens is not None and _own_counter_memo(count_tokens) is None:
+        return False
+    prefix = summarizer.id_prefix + "-"
+    return not any(map(methodcaller("startswith", prefix), map(_ID, messages)))
+
+
+def _walk_summaries(
+    messages: Sequence[Message], h: History, records: deque[tuple], summaries: list[Message | None]
+) -> tuple[list[int], list[int], Message | None, int]:
+    """History's base rule with a summarizer (no other policy) without History.add: the totals
+    and kept counts after each add (summary included), the summary in place at the end, and the
+    first kept step; History's own full-shape records appended to ``records`` and the accepted
+    summaries (as they stand after their add) to ``summaries``.
+
+    As in History: kept is always ``messages[lo:step + 1]`` plus the summary; an add over the
+    limit drops from ``lo`` while the total is over the goal (target - summary budget) plus the
+    summary's tokens, hands the dropped messages to the summarizer and accepts its summary unless
+    it is over the budget or would bring the total over the limit (History._summarize,
+    _remove_summary; the same reasons, word for word). O(n) plus the summarizer; no per-add
+    method call. tests/test_replay_reference.py and tests/test_summary_log.py check it against
+    History (the per-add reference replay).
+    """
+    n = len(messages)
+    totals = [0] * n
+    kept = [0] * n
+    limit, goal, budget = h._limit, h._goal, h._budget
+    summarize = h._summarizer
+    summary: Message | None = None
+    s_tokens = 0
+    total = 0
+    lo = 0
+    append = records.append
+    step = 0
+    for m in messages:
+        total += m.tokens
+        if total > limit:
+            peak = total
+            first = lo
+            stop_at = goal + s_tokens
+            while total > stop_at and lo <= step:
+                total -= messages[lo].tokens
+                lo += 1
+            event = None
+            dropped: list = []
+            if lo > first:
+                gone = messages[first:lo]
+                dropped = [((first + k, d), TOO_BIG if d.tokens > goal else OVER_LIMIT) for k, d in enumerate(gone)]
+                new = summarize(summary, gone)
+                if new.tokens > budget:
+                    event = SummaryEvent(False, new.id, new.tokens, budget, reason=(
+                        f"summary has {new.tokens} tokens, over the summary_budget of {budget}"))
+                elif total - s_tokens + new.tokens > limit:
+                    event = SummaryEvent(False, new.id, new.tokens, budget, reason=(
+                        f"summary has {new.tokens} tokens; with the pinned messages the total would be "
+                        f"{total - s_tokens + new.tokens}, over the limit of {limit}"))
+                else:
+                    total += new.tokens - s_tokens
+                    event = SummaryEvent(True, new.id, new.tokens, budget,
+                                         replaced_id=summary.id if summary is not None else None)
+                    summary, s_tokens = new, new.tokens
+            if summary is not None and total > limit:
+                why = (
+                    f"summary {summary.id!r} removed: the pinned messages leave no room for its "
+                    f"{summary.tokens} tokens under the limit of {limit}"
+                )
+                if event is None:
+                    event = SummaryEvent(False, summary.id, summary.tokens, budget, reason=why, removed_id=summary.id)
+                else:
+                    event = SummaryEvent(event.accepted, event.id, event.tokens, event.budget,
+                                         replaced_id=event.replaced_id,
+                                         reason=f"{event.reason}; {why}" if event.reason else why,
+                                         removed_id=summary.id)
+                total -= s_tokens
+                summary, s_tokens = None, 0
+            if dropped or event is not None:
+                append((step, m.id, TRIGGER_LIMIT, peak, total, dropped, event))
+                if event is not None and event.accepted:
+                    summaries.append(summary)
+        totals[step] = total
+        kept[step] = step + 1 - lo + (summary is not None)
+        step += 1
+    return totals, kept, summary, lo
+
+
+def _full_summary(summarizer: ExtractiveSummarizer, summary: Message) -> Message:
+    """The deferred summary ``summary`` with its text."""
+    return Message(summary.id, summary.role, summary.tokens,
+                   content=_span_text(summarizer._spans(), summarizer._made[summary.id]))
+
+
+def _summary_log(history: History, summaries: list[Message | None]) -> SummaryLog:
+    """The replay's accepted summaries as a :class:`SummaryLog` (its deferred summarizer's spans)."""
+    summarizer = history._summarizer
+    if isinstance(summarizer, ExtractiveSummarizer) and summarizer._deferred:
+        return SummaryLog(summaries, summarizer)
+    return SummaryLog(summaries)
 
 
 def _walk_base_rule(
@@ -745,23 +966,37 @@ def _history_stats(
             acc[3] += 1
             clear_acc[3] = -2 - step  # counted: a clearing and a drop of one add are one change
 
-    history._attach_sink(sink)
-    history._records = deque(maxlen=0)  # the sink sees every record; none is kept
-    add = history.add
     total_sum = 0
     max_total = 0
     over = 0
-    for step, m in enumerate(messages):
-        current[0] = step
-        add(m)
-        if clear_acc[3] == step:  # a clearing changed the prefix and no record followed
-            acc[3] += 1
-        total = history._total
-        total_sum += total
-        if total > max_total:
-            max_total = total
-        if total > limit:
-            over += 1
+    if _summary_walk_applies(messages, settings, history, count_tokens):
+        # Summaries with no other policy: replay's walk, its records folded afterwards.
+        history._summarizer._defer()
+        records: deque[tuple] = deque()
+        totals, _kept, _summary, _lo = _walk_summaries(messages, history, records, [])
+        for raw in records:
+            current[0] = raw[0]
+            sink(raw)
+        total_sum = sum(totals)
+        max_total = max(totals, default=0)
+        over = sum(1 for t in totals if t > limit)
+    else:
+        if isinstance(history._summarizer, ExtractiveSummarizer):
+            history._summarizer._defer()  # no text is read: summaries as spans only
+        history._attach_sink(sink)
+        history._records = deque(maxlen=0)  # the sink sees every record; none is kept
+        add = history.add
+        for step, m in enumerate(messages):
+            current[0] = step
+            add(m)
+            if clear_acc[3] == step:  # a clearing changed the prefix and no record followed
+                acc[3] += 1
+            total = history._total
+            total_sum += total
+            if total > max_total:
+                max_total = total
+            if total > limit:
+                over += 1
     n = len(messages)
     return ReplayStats(
         compactions=acc[0],

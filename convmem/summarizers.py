@@ -29,9 +29,12 @@ assistant: Sure, which order is it?
 
 from __future__ import annotations
 
-from collections import deque
+import unicodedata
+from array import array
+from bisect import bisect_left
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
+from itertools import accumulate
 
 from .message import ROLES, Message
 
@@ -40,10 +43,16 @@ __all__ = ["ExtractiveSummarizer", "LLMSummarizer"]
 _HEADER = "Earlier:"
 
 
-def _default_count() -> Callable[[str], int]:
-    from .tokens import default_counter
+_default_counter: Callable | None = None
 
-    return default_counter().count_text
+
+def _default_count() -> Callable[[str], int]:
+    global _default_counter
+    if _default_counter is None:
+        from .tokens import default_counter
+
+        _default_counter = default_counter
+    return _default_counter().count_text
 
 
 def _clip(text: str, max_chars: int) -> str:
@@ -75,6 +84,10 @@ def _line(m: Message, max_chars: int) -> str:
 #: object per line for Python's cyclic GC to walk at every full collection.
 LINE_MEMO_SIZE = 1 << 18
 _LINE_MEMOS: dict[tuple[str, str], dict[str, int]] = {}
+#: Clipped lines of deferred summarizers (a replay clips the line that did not fit on most
+#: calls): ``{id(line memo): {(line, room): (clipped line, tokens) or None}}`` under that memo's
+#: counter, each emptied at LINE_MEMO_SIZE entries.
+_CLIP_MEMOS: dict[int, dict[tuple[str, int], tuple[str, int] | None]] = {}
 
 
 def _own_counter_memo(count: Callable[[str], int]) -> dict[str, int] | None:
@@ -91,6 +104,56 @@ def _own_counter_memo(count: Callable[[str], int]) -> dict[str, int] | None:
     if not isinstance(owner, (TiktokenCounter, ApproxCounter)) or getattr(count, "__name__", "") != "count_text":
         return None
     return _LINE_MEMOS.setdefault((type(owner).__name__, owner.name), {})
+
+
+#: Lines of dropped messages for replays (:meth:`ExtractiveSummarizer._defer`), shared by every
+#: deferred summarizer of the process (a dashboard replays the same messages at many limits):
+#: ``{line_chars: {id(message): line}}``. ``_LINE_KEPT`` holds every cached message, so no other
+#: object can take its id while its entry exists. Both are emptied when LINE_CACHE_SIZE messages
+#: are cached (bounded memory: at most that many messages kept alive and as many lines of at most
+#: ``line_chars`` characters, about 40 MB of lines at the default 120). Plain int -> str entries:
+#: nothing for the cyclic GC to walk. Live History use (not a replay) never fills it.
+LINE_CACHE_SIZE = 1 << 18
+_LINE_CACHE: dict[tuple, dict[int, object]] = {}
+_LINE_KEPT: list[Message] = []
+
+
+def _cached_lines(key: tuple) -> dict:
+    """The line cache for ``key``: ``(line_chars, None)`` -> ``{id(message): line}``;
+    ``(line_chars, id(line memo))`` -> ``{id(message): (line, tokens, tokens of line + "\n")}``
+    under that memo's counter. All are emptied when LINE_CACHE_SIZE messages are kept (checked
+    once per call: one call's dropped messages may go over)."""
+    if len(_LINE_KEPT) >= LINE_CACHE_SIZE:
+        _LINE_CACHE.clear()
+        _LINE_KEPT.clear()
+    return _LINE_CACHE.setdefault(key, {})
+
+
+def _last_piece(line: str) -> str:
+    r"""The last piece cl100k_base's pre-tokenizer makes of a line ending in punctuation: its
+    trailing run of characters that are neither whitespace, letters nor numbers, with the one
+    space before it (the pattern `` ?[^\s\p{L}\p{N}]++[\r\n]*``, which also takes a following
+    ``"\n"``). "" when the line ends otherwise."""
+    i = len(line)
+    while i > 0:
+        ch = line[i - 1]
+        if ch.isspace() or ch.isalpha() or unicodedata.category(ch)[0] == "N":
+            break
+        i -= 1
+    if i > 0 and line[i - 1] == " ":
+        i -= 1
+    return line[i:]
+
+
+def _span_text(spans: tuple[list, list, array, array], call: int) -> str:
+    """The content of the summary made by deferred call number ``call`` (0-based) of an
+    ExtractiveSummarizer, from its ``_spans()``. O(the summary's lines)."""
+    log, tops, los, his = spans
+    lines = log[los[call] : his[call]]
+    top = tops[call]
+    if top is not None:
+        lines.insert(0, top)
+    return _HEADER + " " + "\n".join(lines) if lines else _HEADER
 
 
 @dataclass(slots=True)
@@ -117,16 +180,24 @@ class ExtractiveSummarizer:
     message's role and text with its whitespace collapsed (no line breaks inside a line).
 
     Cost per call, amortized O(1) per dropped message plus one ``"\\n".join`` of the summary's
-    lines: the summarizer keeps the lines of the summary it made last as a window (a deque) with
-    their token counts and running sums. A call appends one line per dropped message (one token
-    count each, two when ``additive``: the line alone and followed by ``"\\n"``), then drops lines
-    from the oldest end while the running estimate (header + each line + 1 per separator) is over
+    lines: the summarizer keeps every line it made in a log (a list, with each line's token count)
+    and the summary it made last as a window over that log (its oldest line may be a clipped one
+    held apart) with running sums. A call appends one line per dropped message (one token count
+    each, two when ``additive``: the line alone and followed by ``"\\n"``), then drops lines from
+    the oldest end while the running estimate (header + each line + 1 per separator) is over
     ``max_tokens``: every line enters and leaves the window once. ``tokens`` is exactly
     ``count_tokens(content)``: summed from the lines when ``additive`` (plus one count of the
     header with the oldest line), else one count of the whole text (O(max_tokens) per call).
     When ``previous`` is not the summary this summarizer returned last (History rejected it, or
     another summarizer made it), its lines are read back from its text and counted again.
-    Memory: O(max_tokens) (the lines of one summary).
+    Memory: O(max_tokens) (the log is trimmed to the window as it grows).
+
+    In a replay (:func:`convmem.replay`, which owns its summarizer) the summarizer runs deferred
+    (``_defer``): the log is kept whole (O(dropped messages), as the replay's records are anyway),
+    each summary is recorded as a span of it, and the Message returned to History has
+    ``content=None`` (History needs its id, role and tokens only). The replay's
+    :class:`~convmem.replay.SummaryLog` builds each summary's text from its span on access, equal
+    to what this summarizer makes eagerly. Live History use keeps the eager behaviour above.
 
     Raises:
         ValueError: max_tokens negative, line_chars < 8, role unknown.
@@ -139,10 +210,16 @@ class ExtractiveSummarizer:
     id_prefix: str = "summary"
     additive: bool | None = None
     calls: int = field(default=0, init=False)
-    # The window: [line, tokens, tokens of line + "\n" (additive only; None until needed)], oldest
-    # first, of the summary returned last (anything else, e.g. {}, means "nothing kept").
-    _line_counts: object = field(default_factory=dict, init=False, repr=False, compare=False)
-    _texts: deque = field(default_factory=deque, init=False, repr=False, compare=False)
+    # The log: every line made (or read back), its tokens and the tokens of line + "\n" (additive
+    # only; None until needed). The window is ``_top`` (a clipped oldest line [line, tokens,
+    # tokens + "\n"], or None) then the log from ``_lo`` to its end; ``_valid`` False means
+    # "nothing kept" (read the previous summary back).
+    _log: list = field(default_factory=list, init=False, repr=False, compare=False)
+    _tok: list = field(default_factory=list, init=False, repr=False, compare=False)
+    _nlt: list = field(default_factory=list, init=False, repr=False, compare=False)
+    _lo: int = field(default=0, init=False, repr=False, compare=False)
+    _top: list | None = field(default=None, init=False, repr=False, compare=False)
+    _valid: bool = field(default=False, init=False, repr=False, compare=False)
     _counted_with: object = field(default=None, init=False, repr=False, compare=False)
     _last: Message | None = field(default=None, init=False, repr=False, compare=False)
     _head: int | None = field(default=None, init=False, repr=False, compare=False)
@@ -150,6 +227,16 @@ class ExtractiveSummarizer:
     _nl: int = field(default=0, init=False, repr=False, compare=False)
     _memo: dict | None = field(default=None, init=False, repr=False, compare=False)
     _own: bool = field(default=False, init=False, repr=False, compare=False)  # additive, resolved
+    _tails: bool = field(default=False, init=False, repr=False, compare=False)  # cl100k_base: see _with_newline
+    # Deferred (replay) mode: per call, the span of its summary: clipped oldest line (or None),
+    # first and end log positions; and the summary ids made -> call index (0-based).
+    _deferred: bool = field(default=False, init=False, repr=False, compare=False)
+    _span_top: list = field(default_factory=list, init=False, repr=False, compare=False)
+    _span_lo: array = field(default_factory=lambda: array("q"), init=False, repr=False, compare=False)
+    _span_hi: array = field(default_factory=lambda: array("q"), init=False, repr=False, compare=False)
+    _made: dict = field(default_factory=dict, init=False, repr=False, compare=False)
+    _pe: list = field(default_factory=lambda: [0], init=False, repr=False, compare=False)
+    _pn: list = field(default_factory=lambda: [0], init=False, repr=False, compare=False)
 
     def __post_init__(self) -> None:
         if isinstance(self.max_tokens, bool) or not isinstance(self.max_tokens, int) or self.max_tokens < 0:
@@ -161,41 +248,78 @@ class ExtractiveSummarizer:
         if self.additive is not None and not isinstance(self.additive, bool):
             raise TypeError(f"ExtractiveSummarizer.additive must be a bool or None, got {self.additive!r}")
 
+    # -- deferred (replay) mode ---------------------------------------------------------------
+    def _defer(self) -> None:
+        """Switch to deferred mode (before the first call; see the class docstring): summaries
+        come back with ``content=None`` and are recorded as spans of the kept log."""
+        if self.calls:
+            raise RuntimeError("ExtractiveSummarizer._defer must be called before the first summary")
+        self._deferred = True
+
+    def _spans(self) -> tuple[list, list, array, array]:
+        """``(log, clipped oldest lines, span starts, span ends)`` for :func:`_span_text`."""
+        return self._log, self._span_top, self._span_lo, self._span_hi
+
     # -- the window ---------------------------------------------------------------------------
-    def _push(self, window: deque, line: str, tokens: int, count, additive: bool) -> None:
-        if window and additive:
-            newest = window[-1]
-            if newest[2] is None:
-                newest[2] = self._with_newline(newest[0], newest[1], count)
-            self._nl += newest[2]
-        window.append([line, tokens, None])
-        self._texts.append(line)
+    def _push(self, line: str, tokens: int, count, additive: bool) -> None:
+        log = self._log
+        if additive:
+            lo = self._lo
+            if len(log) > lo:
+                i = len(log) - 1
+                nl = self._nlt[i]
+                if nl is None:
+                    nl = self._nlt[i] = self._with_newline(log[i], self._tok[i], count)
+                self._nl += nl
+            elif self._top is not None:
+                top = self._top
+                if top[2] is None:
+                    top[2] = self._with_newline(top[0], top[1], count)
+                self._nl += top[2]
+        log.append(line)
+        self._tok.append(tokens)
+        self._nlt.append(None)
         self._est += tokens + 1
 
-    def _push_oldest(self, window: deque, line: str, tokens: int, count, additive: bool) -> None:
+    def _push_oldest(self, line: str, tokens: int, count, additive: bool) -> None:
+        """Hold ``line`` (a clipped line) as the window's oldest; only when none is held."""
         entry = [line, tokens, None]
-        if window and additive:
+        if additive and len(self._log) > self._lo:
             entry[2] = self._with_newline(line, tokens, count)
             self._nl += entry[2]
-        window.appendleft(entry)
-        self._texts.appendleft(line)
+        self._top = entry
         self._est += tokens + 1
 
-    def _pop_oldest(self, window: deque) -> list:
-        entry = window.popleft()
-        self._texts.popleft()
-        self._est -= entry[1] + 1
-        if window and entry[2] is not None:
-            self._nl -= entry[2]
-        return entry
+    def _pop_oldest(self) -> tuple:
+        """Drop the window's oldest line: ``(line, tokens)``."""
+        top = self._top
+        if top is not None:
+            self._top = None
+            line, tokens, nl = top
+            rest = len(self._log) > self._lo
+        else:
+            i = self._lo
+            self._lo = i + 1
+            line, tokens, nl = self._log[i], self._tok[i], self._nlt[i]
+            rest = len(self._log) > i + 1
+        self._est -= tokens + 1
+        if rest and nl is not None:
+            self._nl -= nl
+        return line, tokens
 
     def _with_newline(self, line: str, tokens: int, count) -> int:
         """count(line + "\n"): a line ending in a letter or digit gains the "\n" piece alone
-        (convmem's counters); after punctuation the "\n" joins the last piece."""
+        (convmem's counters); after punctuation the "\n" joins the last piece, which under
+        cl100k_base is the line's trailing run of punctuation (with the space before it): only
+        that piece is counted again (tests/test_summary_log.py checks it on random text)."""
         if self._memo is None:
             return count(line + "\n")
         if line[-1].isalnum():
             return tokens + self._count("\n", count)
+        if self._tails:
+            piece = _last_piece(line)
+            if piece:
+                return tokens - self._count(piece, count) + self._count(piece + "\n", count)
         return self._count(line + "\n", count)
 
     def _count(self, text: str, count) -> int:
@@ -209,14 +333,18 @@ class ExtractiveSummarizer:
             tokens = memo[text] = count(text)
         return tokens
 
-    def _exact(self, window: deque, count) -> int:
+    def _exact(self, count) -> int:
         """count(text) from the lines' counts (additive counters only)."""
-        if not window:
+        log, lo, top = self._log, self._lo, self._top
+        size = len(log) - lo + (top is not None)
+        if not size:
             return self._head  # type: ignore[return-value]
-        if len(window) == 1:
-            return count(_HEADER + " " + window[0][0])
-        oldest = window[0]
-        line = oldest[0]
+        if size == 1:
+            return self._count(_HEADER + " " + (top[0] if top is not None else log[lo]), count)
+        if top is not None:
+            line, oldest_nl = top[0], top[2]
+        else:
+            line, oldest_nl = log[lo], self._nlt[lo]
         k = 0
         while k < len(line) and line[k].isalpha():
             k += 1
@@ -224,26 +352,57 @@ class ExtractiveSummarizer:
             # The header's pieces end at its ":", and only the oldest line's leading word changes
             # piece with the space before it: swap that word's count for " word"'s.
             word = line[:k]
-            head = self._head + oldest[2] - self._count(word, count) + self._count(" " + word, count)
+            head = self._head + oldest_nl - self._count(word, count) + self._count(" " + word, count)
         else:
-            head = count(_HEADER + " " + line + "\n")
-        return head + self._nl - oldest[2] + window[-1][1]
+            head = self._count(_HEADER + " " + line + "\n", count)
+        return head + self._nl - oldest_nl + self._tok[-1]
 
-    def _reset(self, previous: Message | None, count, additive: bool) -> deque:
+    def _reset(self, previous: Message | None, count, additive: bool) -> None:
         """A window holding ``previous``'s lines (read back from its text), counted afresh."""
-        window: deque = deque()
-        self._line_counts = window
-        self._texts = deque()
+        self._trim(len(self._log))
+        self._top = None
         self._est = self._nl = 0
-        if previous is not None and previous.content:
-            body = previous.content
+        self._valid = True
+        if previous is None:
+            return
+        body = previous.content
+        if body is None and self._deferred:
+            call = self._made.get(previous.id)
+            if call is not None:
+                body = _span_text(self._spans(), call)
+        if body:
             if body.startswith(_HEADER):
                 body = body[len(_HEADER) :]
             for ln in body.split("\n"):
                 ln = ln.strip()
                 if ln:
-                    self._push(window, ln, count(ln), count, additive)
-        return window
+                    self._push(ln, count(ln), count, additive)
+
+    def _clip_cut(self, cut: tuple, room: int, count) -> tuple[str, int] | None:
+        """The newest line that did not fit, clipped to ``room`` tokens (its separator
+        included): ``(line, tokens)``, or None when no clipped form fits."""
+        ln, cost = cut[0], cut[1] + 1
+        clipped = False
+        while ln and cost > room and len(ln) > 8:
+            part = ln[: max(8, int(len(ln) * room / cost) - 2)]
+            if " " in part[8:]:
+                part = part[: part.rfind(" ")]  # end on a word boundary
+            ln = part.rstrip() + "…"
+            cost = self._count(ln, count) + 1
+            clipped = True
+            if len(ln) <= 9:
+                break
+        if clipped and cost <= room:
+            return ln, cost - 1
+        return None
+
+    def _trim(self, lo: int) -> None:
+        """Forget the log before ``lo`` (eager mode only: a replay keeps its whole log)."""
+        if self._deferred:
+            self._lo = lo
+            return
+        del self._log[:lo], self._tok[:lo], self._nlt[:lo]
+        self._lo = 0
 
     def __call__(self, previous: Message | None, dropped: Sequence[Message]) -> Message:
         if not dropped:
@@ -253,58 +412,229 @@ class ExtractiveSummarizer:
         if self._counted_with != count:  # bound methods compare equal, are not identical
             self._counted_with = count
             self._head = None
-            self._line_counts = {}
+            self._valid = False
             memo = _own_counter_memo(count)
             if not (self.additive if self.additive is not None else memo is not None):
                 memo = None
             self._own = memo is not None or bool(self.additive)
             self._memo = memo
+            owner = getattr(count, "__self__", None)
+            self._tails = memo is not None and type(owner).__name__ == "TiktokenCounter" and owner.name == "cl100k_base"
         memo = self._memo
         additive = self._own
-        window = self._line_counts
-        if previous is None or previous is not self._last or not isinstance(window, deque):
-            window = self._reset(previous, count, additive)
+        if self._deferred and memo is not None:
+            return self._call_spans(previous, dropped, count, memo)
+        if previous is None or previous is not self._last or not self._valid:
+            self._reset(previous, count, additive)
         if self._head is None:
             self._head = count(_HEADER)
         if memo is not None and len(memo) >= LINE_MEMO_SIZE:
             memo.clear()
+        line_chars = self.line_chars
+        if self._deferred:
+            lines = _cached_lines((line_chars, None))
+            kept = _LINE_KEPT
         for m in dropped:
-            ln = _line(m, self.line_chars)
+            if self._deferred:
+                ln = lines.get(id(m))
+                if ln is None:
+                    ln = lines[id(m)] = _line(m, line_chars)
+                    kept.append(m)
+            else:
+                ln = _line(m, line_chars)
             if memo is None:
                 tokens = count(ln)
             else:
-                tokens = self._count(ln, count)
-            self._push(window, ln, tokens, count, additive)
+                tokens = memo.get(ln)
+                if tokens is None:
+                    tokens = memo[ln] = count(ln)
+            self._push(ln, tokens, count, additive)
         # Newest lines win: drop from the oldest end while the estimate is over; the newest of
         # the lines dropped (the first that did not fit) is clipped to the room left.
         max_tokens = self.max_tokens
         cut = None
-        while window and self._head + self._est > max_tokens:
-            cut = self._pop_oldest(window)
+        while (self._top is not None or len(self._log) > self._lo) and self._head + self._est > max_tokens:
+            cut = self._pop_oldest()
         if cut is not None:
-            ln, cost = cut[0], cut[1] + 1
-            room = max_tokens - self._head - self._est
-            clipped = False
-            while ln and cost > room and len(ln) > 8:
-                part = ln[: max(8, int(len(ln) * room / cost) - 2)]
-                if " " in part[8:]:
-                    part = part[: part.rfind(" ")]  # end on a word boundary
-                ln = part.rstrip() + "…"
-                cost = count(ln) + 1
-                clipped = True
-                if len(ln) <= 9:
-                    break
-            if clipped and cost <= room:
-                self._push_oldest(window, ln, cost - 1, count, additive)
+            clipped = self._clip_cut(cut, max_tokens - self._head - self._est, count)
+            if clipped is not None:
+                self._push_oldest(clipped[0], clipped[1], count, additive)
         # The exact count of the text; the tokenizer may merge across lines (drop the oldest).
+        deferred = self._deferred
         while True:
-            text = _HEADER + " " + "\n".join(self._texts) if window else _HEADER
-            tokens = self._exact(window, count) if additive else count(text)
+            window = self._top is not None or len(self._log) > self._lo
+            if additive:
+                text = None
+                tokens = self._exact(count)
+            else:
+                text = self._window_text()
+                tokens = count(text)
             if tokens <= max_tokens or not window:
                 break
-            self._pop_oldest(window)
-        self._last = out = Message(f"{self.id_prefix}-{self.calls}", self.role, tokens, content=text)
+            self._pop_oldest()
+        sid = f"{self.id_prefix}-{self.calls}"
+        if deferred:
+            top = self._top
+            self._span_top.append(top[0] if top is not None else None)
+            self._span_lo.append(self._lo)
+            self._span_hi.append(len(self._log))
+            self._made[sid] = self.calls - 1
+            out = Message(sid, self.role, tokens)
+        else:
+            if text is None:
+                text = self._window_text()
+            out = Message(sid, self.role, tokens, content=text)
+            if self._lo > 64 and 2 * self._lo > len(self._log):
+                self._trim(self._lo)  # amortized O(1) per line; memory O(the window)
+        self._last = out
         return out
+
+    def _call_spans(self, previous: Message | None, dropped: Sequence[Message], count, memo: dict) -> Message:
+        """One call in deferred mode with convmem's own counters (the replay's case): the same
+        summary as the eager path, from prefix sums over the log.
+
+        Every log line's tokens and tokens with ``"\n"`` are known when it is appended (the
+        process-wide line cache gives both for a message summarized before), and ``_pe`` /
+        ``_pn`` hold their running sums (``_pe[i]`` = sum of tokens + 1 over ``log[:i]``, ``_pn``
+        of the tokens with ``"\n"``), so the cut from the oldest end is one bisect and the exact
+        count O(1): O(dropped messages) per call, no per-line method call."""
+        log, tok, nlt = self._log, self._tok, self._nlt
+        if len(self._pe) <= len(log):
+            self._cover(count)  # lines appended by the eager path (a counter change)
+        if previous is None or previous is not self._last or not self._valid:
+            self._top = None
+            self._lo = len(log)
+            self._valid = True
+            body = None
+            if previous is not None:
+                body = previous.content
+                call = self._made.get(previous.id) if body is None else None
+                if call is not None:
+                    body = _span_text(self._spans(), call)
+            if body:
+                if body.startswith(_HEADER):
+                    body = body[len(_HEADER) :]
+                fresh = [ln for ln in (x.strip() for x in body.split("\n")) if ln]
+                self._append([(ln, t, self._with_newline(ln, t, count), t + 1) for ln, t in
+                              ((ln, self._count(ln, count)) for ln in fresh)])
+        head = self._head
+        if head is None:
+            head = self._head = count(_HEADER)
+        if len(memo) >= LINE_MEMO_SIZE:
+            memo.clear()
+        line_chars = self.line_chars
+        cache = _cached_lines((line_chars, id(memo)))
+        entries = list(map(cache.get, map(id, dropped)))
+        if None in entries:
+            for i, m in enumerate(dropped):
+                if entries[i] is None:
+                    ln = _line(m, line_chars)
+                    t = memo.get(ln)
+                    if t is None:
+                        t = memo[ln] = count(ln)
+                    entries[i] = cache[id(m)] = (ln, t, self._with_newline(ln, t, count), t + 1)
+                    _LINE_KEPT.append(m)
+        self._append(entries)
+        pe, pn = self._pe, self._pn
+        n = len(log)
+        lo = self._lo
+        top = self._top
+        max_tokens = self.max_tokens
+        room = max_tokens - head
+        est = pe[n] - pe[lo] + (top[1] + 1 if top is not None else 0)
+        if est > room:
+            # Newest lines win: drop from the oldest end while over; the newest line dropped
+            # (the first that did not fit) is clipped to the room left.
+            if top is not None:
+                cut = (top[0], top[1])
+                est -= top[1] + 1
+                self._top = top = None
+            if est > room:
+                lo = self._lo = bisect_left(pe, pe[n] - room, lo, n)
+                cut = (log[lo - 1], tok[lo - 1])
+                est = pe[n] - pe[lo]
+            key = (cut[0], room - est)
+            clips = _CLIP_MEMOS.setdefault(id(memo), {})
+            clipped = clips.get(key, False)
+            if clipped is False:
+                if len(clips) >= LINE_MEMO_SIZE:
+                    clips.clear()
+                clipped = clips[key] = self._clip_cut(cut, room - est, count)
+            if clipped is not None:
+                ln, t = clipped
+                top = self._top = [ln, t, self._with_newline(ln, t, count)]
+        # The exact count of the text, from the lines' counts (drop the oldest while over: the
+        # tokenizer may merge across lines).
+        while True:
+            size = n - lo + (top is not None)
+            if not size:
+                tokens = head
+                break
+            if size == 1:
+                tokens = self._count(_HEADER + " " + (top[0] if top is not None else log[lo]), count)
+            else:
+                nl_sum = pn[n - 1] - pn[lo]  # tokens with "\n" of every line but the newest
+                if top is not None:
+                    line, oldest_nl = top[0], top[2]
+                    nl_sum += oldest_nl
+                else:
+                    line, oldest_nl = log[lo], nlt[lo]
+                k = line.find(":")
+                word = line[:k]
+                if k > 0 and word.isalpha():  # the leading letters end at the first ":"
+                    spaced = " " + word
+                    a = memo.get(word)
+                    b = memo.get(spaced)
+                    if a is None or b is None:
+                        a, b = self._count(word, count), self._count(spaced, count)
+                    first = head + oldest_nl - a + b
+                else:
+                    first = self._count(_HEADER + " " + line + "\n", count)
+                tokens = first + nl_sum - oldest_nl + tok[n - 1]
+            if tokens <= max_tokens:
+                break
+            if top is not None:
+                self._top = top = None
+            else:
+                lo = self._lo = lo + 1
+        sid = f"{self.id_prefix}-{self.calls}"
+        self._span_top.append(top[0] if top is not None else None)
+        self._span_lo.append(lo)
+        self._span_hi.append(n)
+        self._made[sid] = self.calls - 1
+        self._last = out = Message(sid, self.role, tokens)
+        return out
+
+    def _append(self, entries: list) -> None:
+        """Append ``(line, tokens, tokens with "\n", tokens + 1)`` entries to the log and its
+        running sums."""
+        if not entries:
+            return
+        lines, toks, nls, costs = zip(*entries)
+        self._log.extend(lines)
+        self._tok.extend(toks)
+        self._nlt.extend(nls)
+        sums = accumulate(costs, initial=self._pe[-1])
+        next(sums)  # the initial value is there already
+        self._pe.extend(sums)
+        sums = accumulate(nls, initial=self._pn[-1])
+        next(sums)
+        self._pn.extend(sums)
+
+    def _cover(self, count) -> None:
+        """Extend the running sums over log lines appended without them."""
+        start = len(self._pe) - 1
+        for i in range(start, len(self._log)):
+            if self._nlt[i] is None:
+                self._nlt[i] = self._with_newline(self._log[i], self._tok[i], count)
+            self._pe.append(self._pe[-1] + self._tok[i] + 1)
+            self._pn.append(self._pn[-1] + self._nlt[i])
+
+    def _window_text(self) -> str:
+        lines = self._log[self._lo :]
+        if self._top is not None:
+            lines.insert(0, self._top[0])
+        return _HEADER + " " + "\n".join(lines) if lines else _HEADER
 
 
 @dataclass(slots=True)

@@ -19,9 +19,9 @@ from __future__ import annotations
 import html
 import math
 from collections import Counter
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from itertools import repeat
+from itertools import compress, repeat
 from operator import attrgetter
 
 import numpy as np
@@ -39,10 +39,15 @@ __all__ = [
     "SETTING_COLORS",
     "ReplayArrays",
     "replay_arrays",
+    "MessageArrays",
+    "message_arrays",
+    "summary_spans",
     "event_hover",
+    "event_hovers",
     "minmax_indices",
     "totals_figure",
     "context_window_figure",
+    "summary_bars",
     "sweep_figure",
     "comparison_figure",
     "BAR_HEADROOM",
@@ -65,6 +70,8 @@ _NONE_TO_MINUS_ONE: dict = {None: -1}
 _TOKENS = attrgetter("tokens")
 _ROLE = attrgetter("role")
 _ID = attrgetter("id")
+_ACCEPTED = attrgetter("accepted")
+_EV_TOKENS = attrgetter("tokens")
 
 
 def _esc(value: object) -> str:
@@ -81,7 +88,9 @@ class ReplayArrays:
     ``summarized``. Per add: ``totals``, ``summary_tokens`` (tokens of the summary in context).
     Per drop event (one per Compaction record, arrival-only refusals included; ``events`` are the
     records themselves): ``ev_step``, ``ev_after`` (total after it), ``ev_count``, ``ev_tokens``,
-    ``ev_reason`` (code of the reason that dropped the most tokens). ``summary_spans``: (id,
+    ``ev_reason`` (code of the reason that dropped the most tokens), ``ev_reason_counts`` (events x
+    reasons: how many messages each reason dropped). ``summary_at``: add step -> the SummaryEvent
+    of the compaction there (where the summarizer ran). ``summary_spans``: (id,
     tokens, first step, end step exclusive) per accepted summary, in order; a summary ends where
     the next one replaces it or where it is removed (pinned messages left it no room). ``limit``, ``target`` (the limit
     when none) and ``goal`` (what a cut cuts live messages to: target - summary budget) in tokens.
@@ -108,6 +117,8 @@ class ReplayArrays:
     ev_tokens: np.ndarray
     ev_reason: np.ndarray
     summary_spans: tuple[tuple[str, int, int, int], ...]
+    ev_reason_counts: np.ndarray
+    summary_at: Mapping[int, object]
 
     @property
     def end(self) -> np.ndarray:
@@ -118,14 +129,41 @@ class ReplayArrays:
 def event_hover(c: Compaction, k: int) -> str:
     """The hover text of drop event ``k`` (0-based): what went, how many tokens, why, the summary."""
     by_count: Counter[str] = Counter(d.reason for d in c.dropped)
-    dropped_tokens = sum(d.tokens for d in c.dropped)
+    return _hover(
+        k, c.step, c.trigger, len(c.dropped), sum(d.tokens for d in c.dropped),
+        [(by_count[r], r) for r in sorted(by_count, key=_reason_order)], c.total_before, c.total_after, c.summary,
+    )
+
+
+def _reason_order(reason: str) -> int:
+    return _REASON_INDEX.get(reason, len(DROP_REASONS))
+
+
+def event_hovers(a: ReplayArrays, ks: Sequence[int]) -> list[str]:
+    """``[event_hover(a.events[k], k) for k in ks]`` read off the arrays and the log's columns,
+    without building a :class:`~convmem.Compaction` per event (~0.1 ms each, with a tuple per
+    dropped message: the totals chart's 200 markers cost ~25 ms that way). O(len(ks))."""
+    log = a.events
+    out = []
+    for k in map(int, ks):
+        counts = a.ev_reason_counts[k]
+        reasons = [(int(counts[code]), DROP_REASONS[code]) for code in np.flatnonzero(counts)]
+        out.append(_hover(
+            k, log.steps[k], log.triggers[k], int(a.ev_count[k]), int(a.ev_tokens[k]), reasons,
+            log.totals_before[k], log.totals_after[k], a.summary_at.get(log.steps[k]),
+        ))
+    return out
+
+
+def _hover(k, step, trigger, count, tokens, reasons, before, after, ev) -> str:
+    """The hover text of drop event ``k``; ``reasons``: (count, reason) in DROP_REASONS order."""
+    ranked = sorted(reasons, key=lambda cr: -cr[0])  # stable: DROP_REASONS order on a tie
     lines = [
-        f"<b>drop event {k + 1}</b> at add step {c.step} ({_esc(c.trigger)})",
-        f"dropped {len(c.dropped)} message(s), {dropped_tokens:,} tokens",
-        "reasons: " + ", ".join(f"{_esc(r)} ×{n}" for r, n in by_count.most_common()),
-        f"total {c.total_before:,} → {c.total_after:,} tokens",
+        f"<b>drop event {k + 1}</b> at add step {step} ({_esc(trigger)})",
+        f"dropped {count} message(s), {tokens:,} tokens",
+        "reasons: " + ", ".join(f"{_esc(r)} ×{n}" for n, r in ranked),
+        f"total {before:,} → {after:,} tokens",
     ]
-    ev = c.summary
     if ev is not None:
         if ev.accepted:
             lines.append(f"summary {_esc(ev.id)} accepted ({ev.tokens:,} / {ev.budget:,} tokens)")
@@ -139,16 +177,82 @@ def event_hover(c: Compaction, k: int) -> str:
     return "<br>".join(lines)
 
 
-def replay_arrays(r: Replay) -> ReplayArrays:
-    """The arrays every builder reads. O(n + dropped) once per replay."""
+@dataclass(frozen=True, eq=False)
+class MessageArrays:
+    """The settings-free arrays of a conversation (per message, index = add step): ``ids``,
+    ``tokens``, ``role_code`` (index in convmem.ROLES). Built once per conversation (the page
+    caches them) so that a new setting's :func:`replay_arrays` reads only the replay."""
+
+    ids: tuple[str, ...]
+    tokens: np.ndarray
+    role_code: np.ndarray
+
+
+def message_arrays(messages: Sequence) -> MessageArrays:
+    """:class:`MessageArrays` of ``messages`` (Message objects). O(n), C-level iteration."""
+    n = len(messages)
+    return MessageArrays(
+        ids=tuple(map(_ID, messages)),
+        tokens=np.fromiter(map(_TOKENS, messages), dtype=np.int64, count=n),
+        role_code=np.fromiter(map(_ROLE_INDEX.get, map(_ROLE, messages), repeat(0)), dtype=np.int8, count=n),
+    )
+
+
+def _summary_spans_loop(summary_events: Sequence[tuple[int, object]], n: int) -> list[tuple[str, int, int, int]]:
+    """Spans of the accepted summaries, event by event (any removals)."""
+    spans: list[tuple[str, int, int, int]] = []
+    current: tuple[str, int, int] | None = None
+    for step, e in summary_events:
+        if e.accepted:
+            if current is not None:
+                spans.append((*current, step))
+            current = (e.id, e.tokens, step)
+        removed = getattr(e, "removed_id", None)
+        if removed is not None and current is not None and current[0] == removed:
+            spans.append((*current, step))
+            current = None
+    if current is not None:
+        spans.append((*current, n))
+    return spans
+
+
+def summary_spans(summary_events: Sequence[tuple[int, object]], n: int) -> tuple[tuple[str, int, int, int], ...]:
+    """One span ``(id, tokens, first step, end step exclusive)`` per accepted summary, from
+    ``CompactionLog.summary_events`` (``(step, SummaryEvent)`` pairs, in order) of a replay of
+    ``n`` messages: a summary lasts from the add that accepted it to the add that replaced it, or
+    that removed it (the pinned messages left it no room under the limit), else to the end.
+    O(events); with no removal (the usual case) at C level: each span ends where the next begins.
+
+    >>> from convmem.history import SummaryEvent
+    >>> summary_spans([(3, SummaryEvent(True, "s1", 9, 20)), (7, SummaryEvent(False, "s2", 30, 20)),
+    ...                (8, SummaryEvent(True, "s3", 11, 20))], 12)
+    (('s1', 9, 3, 8), ('s3', 11, 8, 12))
+    """
+    if not summary_events:
+        return ()
+    steps, events = zip(*summary_events)
+    if list(map(getattr, events, repeat("removed_id"), repeat(None))).count(None) != len(events):
+        return tuple(_summary_spans_loop(summary_events, n))
+    accepted = list(map(_ACCEPTED, events))
+    first = list(compress(steps, accepted))
+    kept = list(compress(events, accepted))
+    return tuple(zip(map(_ID, kept), map(_EV_TOKENS, kept), first, [*first[1:], n]))
+
+
+def replay_arrays(r: Replay, messages: MessageArrays | None = None) -> ReplayArrays:
+    """The arrays every builder reads. O(n + dropped) once per replay; ``messages`` is
+    :func:`message_arrays` of ``r.messages`` when at hand (the page caches it per conversation:
+    a third of the work). Raises ValueError when ``messages`` has another length."""
     n = len(r.messages)
-    msgs = r.messages
     s = r.settings
     target = s.limit if s.target is None else s.target
     budget = s.summary_budget
+    if messages is None:
+        messages = message_arrays(r.messages)
+    elif len(messages.ids) != n:
+        raise ValueError(f"replay_arrays messages has {len(messages.ids)} messages, the replay {n}")
+    tokens = messages.tokens
     # C-level iteration (map over attrgetter / dict.get): no Python frame per message.
-    tokens = np.fromiter(map(_TOKENS, msgs), dtype=np.int64, count=n)
-    role_code = np.fromiter(map(_ROLE_INDEX.get, map(_ROLE, msgs), repeat(0)), dtype=np.int8, count=n)
     dropped_at = np.fromiter(map(_NONE_TO_MINUS_ONE.get, r.dropped_at, r.dropped_at), dtype=np.int64, count=n)
     reason_code = np.fromiter(map(_REASON_CODE.get, r.drop_reason, repeat(_NO_REASON)), dtype=np.int8, count=n)
     summarized = np.fromiter(r.summarized, dtype=bool, count=n)
@@ -168,25 +272,21 @@ def replay_arrays(r: Replay) -> ReplayArrays:
     per_reason = np.zeros((m, nreasons), dtype=np.int64)
     np.add.at(per_reason, (event_of, np.maximum(reason_code[gone], 0).astype(np.int64)), tokens[gone] + 1)
     ev_reason = per_reason.argmax(axis=1).astype(np.int8) if m else np.zeros(0, dtype=np.int8)
+    ev_reason_counts = np.bincount(
+        event_of * nreasons + np.maximum(reason_code[gone], 0), minlength=m * nreasons
+    ).reshape(m, nreasons)
 
-    # One span per accepted summary: from the add that accepted it to the add that replaced it,
-    # or that removed it (the pinned messages left it no room under the limit), else the end.
+    # The summary in context at each add: its tokens over its span (spans are in order and
+    # disjoint; contiguous unless one was removed).
+    summary_events = events.summary_events
+    spans = summary_spans(summary_events, n)
     summary_tokens = np.zeros(n, dtype=np.int64)
-    spans: list[tuple[str, int, int, int]] = []
-    current: tuple[str, int, int] | None = None
-    for step, e in events.summary_events:
-        if e.accepted:
-            if current is not None:
-                spans.append((*current, step))
-            current = (e.id, e.tokens, step)
-        removed = getattr(e, "removed_id", None)
-        if removed is not None and current is not None and current[0] == removed:
-            spans.append((*current, step))
-            current = None
-    if current is not None:
-        spans.append((*current, n))
-    for _sid, stok, start, stop in spans:
-        summary_tokens[start:stop] = stok
+    if spans:
+        starts = np.fromiter((sp[2] for sp in spans), dtype=np.int64, count=len(spans))
+        stops = np.fromiter((sp[3] for sp in spans), dtype=np.int64, count=len(spans))
+        lengths = stops - starts
+        where = np.repeat(starts - np.concatenate(([0], np.cumsum(lengths)[:-1])), lengths) + np.arange(lengths.sum())
+        summary_tokens[where] = np.repeat(np.fromiter((sp[1] for sp in spans), dtype=np.int64, count=len(spans)), lengths)
 
     return ReplayArrays(
         n=n,
@@ -195,9 +295,9 @@ def replay_arrays(r: Replay) -> ReplayArrays:
         goal=target - (budget or 0),
         has_target=s.target is not None and s.target < s.limit,
         summary_budget=budget,
-        ids=tuple(map(_ID, msgs)),
+        ids=messages.ids,
         tokens=tokens,
-        role_code=role_code,
+        role_code=messages.role_code,
         totals=totals,
         dropped_at=dropped_at,
         reason_code=reason_code,
@@ -209,7 +309,9 @@ def replay_arrays(r: Replay) -> ReplayArrays:
         ev_count=ev_count,
         ev_tokens=ev_tokens,
         ev_reason=ev_reason,
-        summary_spans=tuple(spans),
+        summary_spans=spans,
+        ev_reason_counts=ev_reason_counts,
+        summary_at=dict(summary_events),
     )
 
 
@@ -344,9 +446,8 @@ def totals_figure(
         b_hi = np.minimum(hi, lo + ((b + 1) * span + max_markers - 1) // max_markers - 1)
         in_window = in_window[pick]
         hover = [
-            f"{int(per_bucket[bk]):,} drop event(s) in add steps {int(x0):,}–{int(x1):,}; the biggest:<br>"
-            + event_hover(a.events[k], int(k))
-            for bk, x0, x1, k in zip(b, b_lo, b_hi, in_window)
+            f"{int(per_bucket[bk]):,} drop event(s) in add steps {int(x0):,}–{int(x1):,}; the biggest:<br>" + text
+            for bk, x0, x1, text in zip(b, b_lo, b_hi, event_hovers(a, in_window))
         ]
         y = np.full(len(in_window), ymax * 1.06)
     else:
@@ -363,7 +464,7 @@ def totals_figure(
                 "line": {"width": 0.5, "color": "white"},
             },
             customdata=in_window,
-            hovertext=hover if hover is not None else [event_hover(a.events[k], int(k)) for k in in_window],
+            hovertext=hover if hover is not None else event_hovers(a, in_window),
             hovertemplate="%{hovertext}<extra></extra>",
         )
     )
@@ -395,7 +496,7 @@ def selected_event_trace(a: ReplayArrays, selected: int) -> go.Scatter:
         name="selected event",
         marker={"symbol": "circle-open", "size": 18, "color": "#000000", "line": {"width": 2}},
         customdata=[selected],
-        hovertext=[event_hover(a.events[selected], selected)],
+        hovertext=event_hovers(a, [selected]),
         hovertemplate="%{hovertext}<extra></extra>",
     )
 
@@ -413,6 +514,49 @@ def _segments(x0: np.ndarray, x1: np.ndarray, y: np.ndarray) -> tuple[np.ndarray
     xs[0::3], xs[1::3] = x0, x1
     ys[0::3], ys[1::3] = y, y
     return xs, ys
+
+
+def summary_bars(
+    spans: Sequence[tuple[str, int, int, int]], n: int, max_bars: int
+) -> tuple[np.ndarray, np.ndarray, list[str], int]:
+    """The summary row of :func:`context_window_figure`: bars ``(x0, x1, hover texts, k)``.
+
+    ``spans`` are :attr:`ReplayArrays.summary_spans` (id, tokens, first step, end step
+    exclusive), in order. Up to ``max_bars`` spans: one bar each (x1 = the last step it is in
+    context, at most n - 1). More: runs of up to ``k = ceil(len / max_bars)`` consecutive spans
+    become one bar, the hover naming the first and last summary, how many and their largest size;
+    a run never bridges a gap (a summary removed before the next was accepted), so the row still
+    shows every step without a summary. O(len(spans)) in numpy (10^4 spans at 10^5 messages:
+    ~3*10^4 points with hover text would cost ~0.2 s of JSON on every rerun).
+
+    >>> x0, x1, texts, k = summary_bars([("s1", 5, 2, 4), ("s2", 6, 4, 9), ("s3", 7, 12, 20)], 20, 2)
+    >>> x0.tolist(), x1.tolist(), k
+    ([2.0, 12.0], [9.0, 19.0], 2)
+    >>> texts[0]
+    '2 summaries s1 … s2 (up to 6 tokens)<br>in context: steps 2–8'
+    """
+    m = len(spans)
+    start = np.fromiter((sp[2] for sp in spans), dtype=np.int64, count=m)
+    stop = np.fromiter((sp[3] for sp in spans), dtype=np.int64, count=m)
+    k = max(1, math.ceil(m / max(1, max_bars)))
+    if k == 1:
+        texts = [f"summary {_esc(sid)} ({tok:,} tokens)<br>in context: steps {s0}–{s1 - 1}" for sid, tok, s0, s1 in spans]
+        return start.astype(float), np.minimum(stop, n - 1).astype(float), texts, 1
+    tokens = np.fromiter((sp[1] for sp in spans), dtype=np.int64, count=m)
+    pos = np.arange(m)
+    # A new bar every k spans, and wherever a span does not start where the previous one ended.
+    new = (pos % k == 0) | np.concatenate(([True], start[1:] != stop[:-1]))
+    first = np.flatnonzero(new)
+    last = np.append(first[1:], m) - 1
+    peak = np.maximum.reduceat(tokens, first)
+    texts = []
+    for f, l, p in zip(first.tolist(), last.tolist(), peak.tolist()):
+        if f == l:
+            head = f"summary {_esc(spans[f][0])} ({p:,} tokens)"
+        else:
+            head = f"{l - f + 1:,} summaries {_esc(spans[f][0])} … {_esc(spans[l][0])} (up to {p:,} tokens)"
+        texts.append(f"{head}<br>in context: steps {int(start[f])}–{int(stop[l]) - 1}")
+    return start[first].astype(float), np.minimum(stop[last], n - 1).astype(float), texts, k
 
 
 def context_window_figure(
@@ -493,12 +637,11 @@ def context_window_figure(
             )
         )
     spans = [sp for sp in a.summary_spans if sp[2] <= hi and sp[3] > lo]
+    merged = 1
     if spans:
-        x0 = np.array([sp[2] for sp in spans], dtype=float)
-        x1 = np.array([min(sp[3], a.n - 1) for sp in spans], dtype=float)
-        xs, ys = _segments(x0, x1, np.full(len(spans), -1.0))
-        hover = np.empty(3 * len(spans), dtype=object)
-        texts = [f"summary {_esc(sid)} ({tok:,} tokens)<br>in context: steps {s0}–{s1 - 1}" for sid, tok, s0, s1 in spans]
+        x0, x1, texts, merged = summary_bars(spans, a.n, max_bars)
+        xs, ys = _segments(x0, x1, np.full(len(x0), -1.0))
+        hover = np.empty(3 * len(x0), dtype=object)
         hover[0::3] = texts
         hover[1::3] = texts
         hover[2::3] = ""
@@ -507,7 +650,7 @@ def context_window_figure(
                 x=xs,
                 y=ys,
                 mode="lines",
-                name="summary",
+                name="summary" if merged == 1 else f"summary (up to {merged:,} per bar)",
                 line={"color": ROLE_COLORS["summary"], "width": max(width, 4.0)},
                 hovertext=hover,
                 hovertemplate="%{hovertext}<extra></extra>",
@@ -519,6 +662,8 @@ def context_window_figure(
     title = "Context window over time"
     if stride > 1:
         title += f" (every {stride}th message of {len(np.nonzero((np.arange(a.n) <= hi) & (end >= lo))[0]):,})"
+    if merged > 1:
+        title += f" (summary row: up to {merged:,} consecutive summaries per bar)"
     ylo = int(idx.min()) if len(idx) else 0
     yhi = int(idx.max()) if len(idx) else 0
     fig.update_layout(

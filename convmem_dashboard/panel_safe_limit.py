@@ -21,12 +21,15 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 
+import numpy as np
 import plotly.graph_objects as go
 import streamlit as st
 
 from convmem_dashboard.data import md_escape
 
-from convmem import ExtractiveSummarizer, HistorySettings, Message, Replay, SafeLimit, explain_safe_limit
+from convmem import ROLES, ExtractiveSummarizer, HistorySettings, Message, Replay, SafeLimit, explain_safe_limit
+
+from .figures_budget import ReplayArrays, replay_arrays
 
 __all__ = [
     "PROTECT_LABELS",
@@ -46,6 +49,8 @@ PROTECT_LABELS: dict[str, str] = {
     "message": "A message (by id)",
 }
 SAFE_COLOR = "#009E73"
+_USER = ROLES.index("user")
+_SYSTEM = ROLES.index("system")
 
 
 def safe_policies(settings: HistorySettings) -> dict:
@@ -81,8 +86,11 @@ class ProtectedStatus:
         return f"dropped at this limit (add step {self.step:,}, message {self.message_id})"
 
 
-def protected_status(r: Replay, protect: str) -> ProtectedStatus:
-    """Read off a replay whether the protected class was ever dropped while protected. O(n).
+def protected_status(r: Replay, protect: str, arrays: ReplayArrays | None = None) -> ProtectedStatus:
+    """Read off a replay whether the protected class was ever dropped while protected: the
+    earliest such drop (the oldest message on a tie). O(n) in numpy over ``arrays``
+    (:func:`~convmem_dashboard.figures_budget.replay_arrays` of ``r``, built when not given):
+    ~1 ms at 10^5 messages.
 
     >>> from convmem import HistorySettings, Message, replay
     >>> msgs = [Message("u1", "user", 10), Message("a1", "assistant", 30), Message("u2", "user", 5)]
@@ -91,32 +99,27 @@ def protected_status(r: Replay, protect: str) -> ProtectedStatus:
     >>> protected_status(replay(msgs, HistorySettings(39)), "latest_user")
     ProtectedStatus(kept=False, step=1, message_id='u1')
     """
-    msgs = r.messages
-    first: tuple[int, str] | None = None
-
-    def offer(step: int | None, i: int) -> None:
-        nonlocal first
-        if step is not None and (first is None or step < first[0]):
-            first = (step, msgs[i].id)
-
+    a = arrays if arrays is not None else replay_arrays(r)
+    dropped = a.dropped_at
     if protect == "latest_user":
-        users = [i for i, m in enumerate(msgs) if m.role == "user"]
-        for k, i in enumerate(users):
-            end = users[k + 1] if k + 1 < len(users) else len(msgs)  # protected before the next turn
-            step = r.dropped_at[i]
-            if step is not None and step < end:
-                offer(step, i)
+        users = np.flatnonzero(a.role_code == _USER)
+        # A user turn is protected from its arrival until the next one arrives.
+        ends = np.append(users[1:], a.n)
+        steps = dropped[users]
+        candidates = users[(steps >= 0) & (steps < ends)]
     elif protect == "system":
-        for i, m in enumerate(msgs):
-            if m.role == "system":
-                offer(r.dropped_at[i], i)
+        candidates = np.flatnonzero((a.role_code == _SYSTEM) & (dropped >= 0))
     else:
-        for i, m in enumerate(msgs):
-            if m.id == protect:
-                offer(r.dropped_at[i], i)
-    if first is None:
+        try:
+            i = a.ids.index(protect)
+        except ValueError:
+            candidates = np.zeros(0, dtype=np.int64)
+        else:
+            candidates = np.array([i] if dropped[i] >= 0 else [], dtype=np.int64)
+    if not len(candidates):
         return ProtectedStatus(True)
-    return ProtectedStatus(False, first[0], first[1])
+    first = int(candidates[np.argmin(dropped[candidates])])  # argmin: the oldest on a tie
+    return ProtectedStatus(False, int(dropped[first]), a.ids[first])
 
 
 def safe_limit_caption(got: SafeLimit) -> str:
@@ -180,17 +183,24 @@ def exact_limit_input(container, key: str, lo: int, hi: int, default: int, label
 
 
 def _limit_free(settings: HistorySettings) -> HistorySettings:
-    """``settings`` as far as the answer depends on them: with no target and no summary budget the
-    answer does not depend on the limit (nor on clearing, which explain_safe_limit does not model),
-    so a limit step hits the cache instead of another O(n) pass.
+    """``settings`` as far as the answer depends on them: with no target the answer does not
+    depend on the limit (the summary budget, already clipped to the limit, adds to the need as
+    it is; clearing is not modelled by explain_safe_limit), so a limit step hits the cache
+    instead of another O(n) pass (0.1-0.4 s at 10^5 messages), summaries on or off. A target
+    keeps its ratio to the limit, which rounding changes from one limit to the next: kept.
 
     >>> _limit_free(HistorySettings(500, pin_system=True)) == _limit_free(HistorySettings(900, pin_system=True))
     True
+    >>> _limit_free(HistorySettings(500, summary_budget=50)) == _limit_free(HistorySettings(900, summary_budget=50))
+    True
+    >>> _limit_free(HistorySettings(500, summary_budget=50)) == _limit_free(HistorySettings(900, summary_budget=60))
+    False
     """
-    if settings.target is None and settings.summary_budget is None:
+    if settings.target is None:
         return HistorySettings(
             0, pin_system=settings.pin_system, pin_latest_user=settings.pin_latest_user,
             keep_tool_groups=settings.keep_tool_groups, start_on_user=settings.start_on_user,
+            summary_budget=settings.summary_budget,
         )
     return settings
 
@@ -210,10 +220,12 @@ def _use(limit: int, key: str) -> None:
 
 
 def render_safe_limit(
-    dataset_key: str, conv_id: str, settings: HistorySettings, r: Replay, *, limit_key: str = "limit", lo: int = 0, hi: int | None = None
+    dataset_key: str, conv_id: str, settings: HistorySettings, r: Replay, *, limit_key: str = "limit", lo: int = 0,
+    hi: int | None = None, arrays: ReplayArrays | None = None,
 ) -> SafeLimit | None:
     """The protected-limit panel: protect picker, the answer and its step, the current status.
 
+    ``arrays`` is :func:`~convmem_dashboard.figures_budget.replay_arrays` of ``r`` when at hand.
     Returns the answer (for :func:`mark_safe_limit`), or None when there is none (a message id not
     in the conversation, a tool result no limit keeps: said in words on the page).
     """
@@ -245,7 +257,7 @@ def render_safe_limit(
         help="The smallest token limit at which the protected message is never dropped, with the "
         "policies above (convmem.smallest_safe_limit, one pass).",
     )
-    status = protected_status(r, protect)
+    status = protected_status(r, protect, arrays)
     # message ids are user text: escaped so Markdown shows them literally (never renders them)
     st.caption(md_escape(safe_limit_caption(got) + f" Current limit {settings.limit:,} tokens: {status.text}."))
     if got.limit != settings.limit and lo <= got.limit and (hi is None or got.limit <= hi):

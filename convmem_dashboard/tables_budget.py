@@ -80,23 +80,28 @@ def _preview(m: Message) -> str:
     return text if len(text) <= PREVIEW_CHARS else text[: PREVIEW_CHARS - 1] + "…"
 
 
-def base_table(messages: Sequence[Message]) -> pd.DataFrame:
+def base_table(messages: Sequence[Message], start: int = 0, stop: int | None = None) -> pd.DataFrame:
     """The columns of :func:`messages_table` that do not depend on the settings: step, id, role,
-    tokens, preview. O(n); the page caches it per conversation."""
-    n = len(messages)
+    tokens, preview; rows ``start..stop - 1`` (positions clipped to the conversation; all by
+    default). O(stop - start); the CSV download caches the whole table per conversation, the
+    page builds only the rows it shows."""
+    start, stop, _ = slice(start, stop).indices(len(messages))
+    stop = max(start, stop)
+    rows = messages[start:stop]
     return pd.DataFrame(
         {
-            "step": np.arange(n, dtype=np.int64),
-            "id": [m.id for m in messages],
-            "role": [m.role for m in messages],
-            "tokens": np.fromiter((m.tokens for m in messages), dtype=np.int64, count=n),
-            "preview": [_preview(m) for m in messages],
+            "step": np.arange(start, stop, dtype=np.int64),
+            "id": pd.Series([m.id for m in rows], dtype="str"),
+            "role": pd.Series([m.role for m in rows], dtype="str"),
+            "tokens": np.fromiter((m.tokens for m in rows), dtype=np.int64, count=stop - start),
+            "preview": pd.Series([_preview(m) for m in rows], dtype="str"),
         }
     )
 
 
-def messages_table(r: Replay, base: pd.DataFrame | None = None) -> pd.DataFrame:
-    """One row per message, in conversation order.
+def messages_table(r: Replay, base: pd.DataFrame | None = None, start: int = 0, stop: int | None = None) -> pd.DataFrame:
+    """One row per message, in conversation order: messages ``start..stop - 1`` (all by default;
+    positions clipped to the conversation; the index counts from 0 either way).
 
     Columns (:data:`MESSAGE_COLUMNS`): ``step`` (the add that brought it: its 0-based position),
     ``id``, ``role``, ``tokens``, ``dropped at`` (the add that dropped it; empty while kept),
@@ -104,22 +109,29 @@ def messages_table(r: Replay, base: pd.DataFrame | None = None) -> pd.DataFrame:
     ``summarized`` (an accepted summary took it in), ``in context (adds)`` (how many adds it was in
     the context for; 0 when refused on arrival), ``preview`` (its text, whitespace collapsed, cut
     to 80 characters; plain text, never rendered as markup). ``base`` is
-    :func:`base_table` of ``r.messages`` when already at hand. O(n).
+    :func:`base_table` of the same rows when already at hand. O(stop - start): the page builds
+    only the 1,000 rows it shows (rows ``[start, stop)`` equal the same rows of the whole table).
     """
     n = len(r.messages)
+    start, stop, _ = slice(start, stop).indices(n)
+    stop = max(start, stop)
+    k = stop - start
     if base is None:
-        base = base_table(r.messages)
-    dropped = np.fromiter((-1 if d is None else d for d in r.dropped_at), dtype=np.int64, count=n)
+        base = base_table(r.messages, start, stop)
+    if len(base) != k:
+        raise ValueError(f"messages_table base has {len(base)} rows, expected {k} (messages {start}..{stop - 1})")
+    dropped = np.fromiter((-1 if d is None else d for d in r.dropped_at[start:stop]), dtype=np.int64, count=k)
     kept = dropped < 0
-    steps = np.arange(n, dtype=np.int64)
-    out = base.copy(deep=False)
-    out["dropped at"] = pd.array(np.where(kept, 0, dropped), dtype="Int64")
-    out.loc[kept, "dropped at"] = pd.NA
-    out["status"] = np.where(kept, "kept", "dropped")
-    out["reason"] = [x or "" for x in r.drop_reason]
-    out["summarized"] = np.fromiter(r.summarized, dtype=bool, count=n)
-    out["in context (adds)"] = np.where(kept, n, dropped) - steps
-    return out[list(MESSAGE_COLUMNS)]
+    steps = np.arange(start, stop, dtype=np.int64)
+    # One DataFrame from whole columns, in order (no .loc writes, no reindex: ~3x faster).
+    columns = {name: base[name] for name in ("step", "id", "role", "tokens")}
+    columns["dropped at"] = pd.arrays.IntegerArray(np.where(kept, 0, dropped), kept)  # masked: <NA> while kept
+    columns["status"] = pd.Series(np.where(kept, "kept", "dropped"), dtype="str", index=base.index)
+    columns["reason"] = pd.Series([x or "" for x in r.drop_reason[start:stop]], dtype="str", index=base.index)
+    columns["summarized"] = np.fromiter(r.summarized[start:stop], dtype=bool, count=k)
+    columns["in context (adds)"] = np.where(kept, n, dropped) - steps
+    columns["preview"] = base["preview"]
+    return pd.DataFrame(columns, index=base.index)
 
 
 def drop_event_table(event: Compaction, messages: Sequence[Message]) -> pd.DataFrame:
@@ -209,11 +221,12 @@ def context_at_step(r: Replay, step: int, arrays: ReplayArrays | None = None) ->
     frontier_codes = [k for k, reason in enumerate(DROP_REASONS) if reason in _FRONTIER_REASONS]
     cut = gone & np.isin(a.reason_code[: step + 1], frontier_codes)
     frontier = int(idx[cut].max()) if cut.any() else -1
-    summary = None
-    for msg, (_sid, _tok, start, stop) in zip(r.summaries, a.summary_spans):
+    chosen = None
+    for i, (_sid, _tok, start, stop) in enumerate(a.summary_spans[: len(r.summaries)]):
         if start > step:
             break
-        summary = msg if step < stop else None  # replaced or removed by ``stop``
+        chosen = i if step < stop else None  # replaced or removed by ``stop``
+    summary = None if chosen is None else r.summaries[chosen]  # only this one's text is built
     out = [r.messages[i] for i in kept if i < frontier]
     if summary is not None:
         out.append(summary)

@@ -262,7 +262,7 @@ m[2].metric(
     help="Adds after which pinned messages alone kept the total above the limit (History.over_limit).",
 )
 
-safe = render_safe_limit(key, conv_id, settings, r, lo=bounds.lo, hi=bounds.hi)
+safe = render_safe_limit(key, conv_id, settings, r, lo=bounds.lo, hi=bounds.hi, arrays=arrays)
 
 # ------------------------------------------------------------------------------ totals and events
 events = r.compactions
@@ -335,7 +335,7 @@ else:
     outcome = event.summary
     st.text(summary_outcome_text(outcome))
     if outcome is not None and outcome.accepted and outcome.id != getattr(outcome, "removed_id", None):
-        text = next((s.content for s in r.summaries if s is not None and s.id == outcome.id), None)
+        text = getattr(r.summaries.get(outcome.id), "content", None)
         if text:
             st.code(text, language=None, wrap_lines=True)
 
@@ -428,7 +428,6 @@ with st.expander("Limit sweep: pick a limit by eye", expanded=n <= LAZY_MESSAGES
 
 # ---------------------------------------------------------------------------------- every message
 st.subheader("Every message")
-table = cb.get_table(key, conv_id, settings)
 pages = max(1, -(-n // TABLE_PAGE_ROWS))
 if pages > 1:
     _drop_if("pg", lambda v: not (isinstance(v, int) and 1 <= v <= pages))
@@ -436,7 +435,7 @@ if pages > 1:
 else:
     page = 1
 first = (page - 1) * TABLE_PAGE_ROWS
-page_rows = table.iloc[first : first + TABLE_PAGE_ROWS]
+page_rows = cb.get_table_rows(key, conv_id, settings, first, first + TABLE_PAGE_ROWS)  # only the rows shown
 st.dataframe(page_rows, hide_index=True, key="msg_table", **messages_view(len(page_rows)))
 st.caption(
     f"Rows {first:,}–{min(n, first + TABLE_PAGE_ROWS) - 1:,} of {n:,} (one row per message; "

@@ -169,6 +169,94 @@ def test_context_window_summary_row_and_selected_line():
     assert any(sh.x0 == 4 for sh in fig.layout.shapes)
 
 
+@pytest.mark.parametrize(("pins", "limit", "budget"), [(False, 3000, 600), (True, 1500, 1000), (True, 2000, None)])
+def test_replay_arrays_spans_and_message_arrays_equal_the_loop(pins, limit, budget):
+    """summary_spans (C-level without removals) equals the event-by-event loop; the summary in
+    context at each add is its span's tokens; message_arrays passed in changes nothing."""
+    msgs = generate_conversation(3000, seed=11).messages
+    r = replay(msgs, HistorySettings(limit, pin_system=pins, pin_latest_user=pins, summary_budget=budget))
+    events = r.compactions.summary_events
+    spans = fb.summary_spans(events, len(msgs))
+    assert list(spans) == fb._summary_spans_loop(events, len(msgs))
+    assert (len(spans) > 500) == (budget is not None)
+    a = fb.replay_arrays(r)
+    want = np.zeros(len(msgs), dtype=np.int64)
+    for _sid, tok, start, stop in spans:
+        want[start:stop] = tok
+    assert np.array_equal(a.summary_tokens, want)
+    b = fb.replay_arrays(r, fb.message_arrays(msgs))
+    for field in ("ids", "tokens", "role_code", "totals", "dropped_at", "reason_code", "summarized",
+                  "summary_tokens", "ev_step", "ev_after", "ev_count", "ev_tokens", "ev_reason", "summary_spans"):
+        assert np.array_equal(np.asarray(getattr(a, field)), np.asarray(getattr(b, field))), field
+    assert a.tokens.tolist() == [m.tokens for m in msgs] and a.ids == tuple(m.id for m in msgs)
+    with pytest.raises(ValueError, match="messages has 10 messages, the replay 3000"):
+        fb.replay_arrays(r, fb.message_arrays(msgs[:10]))
+
+
+@pytest.mark.parametrize(
+    "settings",
+    [
+        HistorySettings(2500),
+        HistorySettings(2500, pin_system=True, pin_latest_user=True, keep_tool_groups=True, start_on_user=True),
+        HistorySettings(1500, pin_system=True, pin_latest_user=True, summary_budget=1000),
+        HistorySettings(4000, target=2000, keep_tool_groups=True, summary_budget=500),
+    ],
+    ids=["base", "all-policies", "pins+summaries", "target+groups+summaries"],
+)
+def test_event_hovers_from_the_arrays_equal_event_hover(settings):
+    """The markers' hover text read off the arrays equals event_hover of each Compaction, for
+    every event (several reasons per event, summaries accepted, rejected and removed)."""
+    msgs = generate_conversation(2000, seed=4).messages
+    r = replay(msgs, settings)
+    a = fb.replay_arrays(r)
+    ks = list(range(len(r.compactions)))
+    assert len(ks) > 50
+    got = fb.event_hovers(a, ks)
+    want = [fb.event_hover(r.compactions[k], k) for k in ks]
+    assert got == want
+    mixed = [t for t in want if ", " in t.split("reasons: ")[1].split("<br>")[0]]
+    if settings.pin_latest_user:
+        assert mixed  # more than one reason in one event: the order is checked too
+    if settings.summary_budget is not None:
+        assert any("summary" in t for t in want)
+
+
+def _covered(pairs):
+    """Steps covered by half-open [x0, x1) intervals."""
+    out = set()
+    for x0, x1 in pairs:
+        out.update(range(int(x0), int(x1)))
+    return out
+
+
+@pytest.mark.parametrize(("pins", "limit", "budget"), [(False, 3000, 600), (True, 1500, 1000)])
+def test_summary_row_merges_consecutive_summaries_past_max_bars(pins, limit, budget):
+    """Thousands of summaries: the summary row keeps at most ~max_bars bars, covers exactly the
+    steps the summaries cover (gaps after a removal stay gaps), and its hovers count every one."""
+    import re
+
+    msgs = generate_conversation(3000, seed=11).messages
+    s = HistorySettings(limit, pin_system=pins, pin_latest_user=pins, summary_budget=budget)
+    a = fb.replay_arrays(replay(msgs, s))
+    spans = a.summary_spans
+    assert len(spans) > 200
+    fig = fb.context_window_figure(a, max_bars=50)
+    row = _trace(fig, "summary")
+    x = np.asarray(row.x, dtype=float)
+    bars = list(zip(x[0::3], x[1::3]))
+    gaps = sum(1 for p, q in zip(spans, spans[1:]) if q[2] != p[3])
+    assert (gaps > 0) == pins  # pinned messages leave a summary no room now and then: removed
+    assert len(bars) <= 50 + gaps + 1 and "per bar" in row.name and "per bar" in fig.layout.title.text
+    n = a.n
+    assert _covered(bars) == _covered((sp[2], min(sp[3], n - 1)) for sp in spans)
+    counts = [int(m.group(1).replace(",", "")) if (m := re.match(r"([\d,]+) summaries", t)) else 1
+              for t in row.hovertext[0::3]]
+    assert sum(counts) == len(spans)
+    # Under max_bars nothing is merged: one bar per summary, as before.
+    few = fb.context_window_figure(a, max_bars=10_000)
+    assert len(_trace(few, "summary").x) == 3 * len(spans) and _trace(few, "summary").name == "summary"
+
+
 # ------------------------------------------------------------------------------ 10^5 messages
 
 
@@ -267,6 +355,25 @@ def test_messages_table(base):
     assert df.equals(tb.messages_table(r, tb.base_table(r.messages)))
     csv = df.to_csv(index=False)
     assert csv.splitlines()[0].startswith("step,id,role,tokens,dropped at,status,reason")
+
+
+@pytest.mark.parametrize("summary_budget", [None, 300])
+def test_messages_table_rows_equal_the_same_rows_of_the_whole_table(summary_budget):
+    """The page builds only the rows it shows: every slice equals those rows of the full table."""
+    msgs = generate_conversation(600, seed=5).messages
+    r = replay(msgs, HistorySettings(2000, pin_system=True, keep_tool_groups=True, summary_budget=summary_budget))
+    full = tb.messages_table(r)
+    assert (full["status"] == "dropped").sum() > 100 and (full["status"] == "kept").sum() >= 3
+    if summary_budget is not None:
+        assert full["summarized"].sum() > 0
+    n = len(msgs)
+    for start, stop in [(0, 100), (100, 200), (550, 600), (500, 1000), (0, n), (599, 600), (300, 300), (0, None)]:
+        part = tb.messages_table(r, start=start, stop=stop)
+        want = full.iloc[start:stop].reset_index(drop=True)
+        pd.testing.assert_frame_equal(part, want)
+        assert part.equals(tb.messages_table(r, tb.base_table(msgs, start, stop), start, stop))
+    with pytest.raises(ValueError, match="base has 10 rows, expected 100"):
+        tb.messages_table(r, tb.base_table(msgs, 0, 10), 0, 100)
 
 
 def test_drop_event_table(base):

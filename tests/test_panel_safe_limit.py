@@ -114,6 +114,67 @@ def test_protected_status_matches_drops():
         assert not below.kept and below.step is not None
 
 
+def _status_by_loop(r, protect):
+    """The reference: the first drop of a protected message, message by message (the oldest on a
+    tie), as protected_status read it before it used numpy."""
+    msgs, first = r.messages, None
+    if protect == "latest_user":
+        users = [i for i, m in enumerate(msgs) if m.role == "user"]
+        picks = [(r.dropped_at[i], i) for k, i in enumerate(users)
+                 if r.dropped_at[i] is not None and r.dropped_at[i] < (users[k + 1] if k + 1 < len(users) else len(msgs))]
+    elif protect == "system":
+        picks = [(r.dropped_at[i], i) for i, m in enumerate(msgs) if m.role == "system" and r.dropped_at[i] is not None]
+    else:
+        picks = [(r.dropped_at[i], i) for i, m in enumerate(msgs) if m.id == protect and r.dropped_at[i] is not None]
+    if picks:
+        first = min(picks)
+    return (True, None, None) if first is None else (False, first[0], msgs[first[1]].id)
+
+
+@pytest.mark.parametrize("seed", range(4))
+def test_protected_status_equals_the_loop_on_generated_conversations(seed):
+    from convmem.synthetic import generate_conversation
+
+    from convmem_dashboard.figures_budget import replay_arrays
+
+    msgs = generate_conversation(400, seed=seed).messages
+    ids = [msgs[5].id, msgs[200].id, msgs[-1].id, "absent-id"]
+    seen = set()
+    for limit in (1500, 4000, 12000, 10**7):
+        for pol in ({}, {"pin_system": True}, {"keep_tool_groups": True, "start_on_user": True}, {"pin_latest_user": True}):
+            r = replay(msgs, HistorySettings(limit, **pol))
+            a = replay_arrays(r)
+            for protect in ("latest_user", "system", *ids):
+                got = protected_status(r, protect, a)
+                want = _status_by_loop(r, protect)
+                assert (got.kept, got.step, got.message_id) == want, (limit, pol, protect)
+                assert got == protected_status(r, protect)
+                seen.add(got.kept)
+    assert seen == {True, False}
+
+
+@pytest.mark.parametrize("budget", [None, 40, 300])
+def test_the_limit_free_key_gives_the_answer_of_every_limit(budget):
+    """The panel caches the answer under settings without the limit when there is no target:
+    the answer at every limit equals the one under that key (summaries on or off)."""
+    from convmem.synthetic import generate_conversation
+
+    from convmem_dashboard.panel_safe_limit import _limit_free, safe_policies
+
+    msgs = generate_conversation(300, seed=3).messages
+    for pol in ({}, {"pin_system": True, "keep_tool_groups": True}, {"start_on_user": True}):
+        answers = set()
+        for limit in range(400, 6000, 700):
+            s = HistorySettings(limit, summary_budget=None if budget is None else min(budget, limit), **pol)
+            for protect in ("latest_user", "system", msgs[40].id):
+                want = explain_safe_limit(msgs, protect, **safe_policies(s))
+                assert explain_safe_limit(msgs, protect, **safe_policies(_limit_free(s))) == want
+                answers.add(want.limit)
+        assert len(answers) > 1
+    with_target = HistorySettings(1000, target=500)
+    assert _limit_free(with_target) == with_target  # a target's ratio moves with rounding: kept
+
+
 def test_mark_and_caption():
     msgs = [Message("u1", "user", 10), Message("a1", "assistant", 30)]
     got = explain_safe_limit(msgs)

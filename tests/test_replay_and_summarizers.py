@@ -245,7 +245,7 @@ def test_extractive_line_count_cache_changes_nothing(max_tokens, batches):
         for text in batch:
             step += 1
             dropped.append(Message(f"m{step}", "user", 1, content=text or None))
-        fresh._line_counts = {}  # forget: every line of the previous summary is counted again
+        fresh._valid = False  # forget: every line of the previous summary is counted again
         prev_c, prev_f = cached(prev_c, dropped), fresh(prev_f, dropped)
         assert prev_c == prev_f
         assert prev_c.tokens == len(prev_c.content.split()) + prev_c.content.count("?") <= max_tokens

@@ -281,3 +281,67 @@ def test_retail_with_target_or_summaries_keeps_from_the_answer_up(retail, protec
         msgs = list(conv.messages)
         got = check(msgs, protect, flags, above=3, **policy)
         assert not got.exact
+
+
+# ------------------------------------------------------------- against the step-by-step version
+
+import dataclasses  # noqa: E402
+
+import reference_safe_limit as reference  # noqa: E402
+
+
+def _both(messages, protect, **policies):
+    """(fields of the SafeLimit, or the error) from convmem and from the step-by-step reference."""
+    out = []
+    for fn in (explain_safe_limit, reference.explain_safe_limit):
+        try:
+            out.append(dataclasses.astuple(fn(messages, protect, **policies)))
+        except (ValueError, TypeError) as e:
+            out.append((type(e).__name__, str(e)))
+    return out
+
+
+@settings(max_examples=300)
+@given(
+    conversations(),
+    st.sampled_from(FLAG_COMBOS),
+    st.one_of(st.none(), st.integers(0, 10)),
+    st.one_of(st.none(), st.integers(0, 6)),
+)
+def test_same_answer_as_the_step_by_step_version(messages, flags, tenths, budget):
+    """The C-level windows give the reference's limit, step, message, need, exactness and reason
+    (or the same error), for every protected class and policy."""
+    policies = dict(flags)
+    if tenths is not None:
+        policies.update(target=tenths, limit=10)
+    if budget is not None:
+        from convmem import ExtractiveSummarizer
+
+        policies.update(summary_budget=budget, summarizer=ExtractiveSummarizer)
+    for protect in _protects(messages):
+        got, want = _both(messages, protect, **policies)
+        assert got == want, protect
+
+
+@pytest.mark.parametrize("seed", [1, 2])
+def test_same_answer_on_long_generated_conversations(seed):
+    """Thousands of turns, tool groups and system messages (convmem.synthetic)."""
+    from convmem.synthetic import generate_conversation
+
+    msgs = generate_conversation(3000, seed=seed).messages
+    for flags in FLAG_COMBOS:
+        for protect in ("latest_user", "system", msgs[7].id, msgs[1500].id, msgs[-1].id):
+            got, want = _both(msgs, protect, **flags)
+            assert got == want, (flags, protect)
+            got, want = _both(msgs, protect, target=7, limit=10, **flags)
+            assert got == want, (flags, protect)
+
+
+@pytest.mark.realdata
+def test_same_answer_on_every_retail_conversation(retail):
+    for conv in retail:
+        msgs = list(conv.messages)
+        for flags in FLAG_COMBOS:
+            for protect in ("latest_user", "system", msgs[len(msgs) // 2].id):
+                got, want = _both(msgs, protect, **flags)
+                assert got == want, (conv.id, flags, protect)

@@ -1,0 +1,282 @@
+"""Deferred summaries in replay (issue 10 item 3): Replay.summaries as a lazy SummaryLog.
+
+replay() runs its ExtractiveSummarizer deferred: every line is logged once and each summary is a
+span of that log, built into a Message only when read. These tests hold it to the eager
+summarizer (what live History use and tests/reference_replay.py run): same Replay columns, same
+summary ids, tokens and contents, same compaction records, over random conversations and settings
+(pins, tool groups, targets, small budgets, clearing) under convmem's own counters (the
+prefix-sum path) and custom ones (additive or not: the generic path), and check the process-wide
+line cache across freed and new messages.
+"""
+
+from __future__ import annotations
+
+import gc
+import pickle
+from contextlib import contextmanager
+from dataclasses import replace
+
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+import convmem.summarizers as summarizers
+from convmem import ExtractiveSummarizer, History, HistorySettings, Message, SummaryLog, replay
+from convmem.summarizers import _line, _span_text
+from convmem.tokens import make_counter
+from reference_replay import reference_replay
+from test_history_properties import KINDS, TOOL_KINDS, conversations, thinking_of, tool_names_of
+from test_replay_reference import assert_same
+
+TIKTOKEN = make_counter(per_message_overhead=0).count_text
+APPROX = make_counter(approximate=True, per_message_overhead=0).count_text
+
+
+def punctuated(text: str) -> int:
+    """A custom counter that is not additive: words, plus one per "?" and per line break."""
+    return len(text.split()) + text.count("?") + text.count("\n")
+
+
+#: Message texts that reach every branch: punctuation and digits at the line ends (the "\n"
+#: joins the last piece), non-ASCII, long lines (clipped), blank (a "no text" line).
+TEXTS = st.one_of(
+    st.text(alphabet="ab c.?!:1\n…é", max_size=60),
+    st.sampled_from(["", "Order W123.", "refund?", "x" * 300, "word " * 80, "assistant: hi", "12:30"]),
+)
+
+
+@st.composite
+def cases(draw):
+    clearing = draw(st.booleans())
+    limit = draw(st.one_of(st.integers(0, 40), st.integers(40, 400)))
+    target = draw(st.one_of(st.none(), st.integers(0, limit)))
+    cap = limit if target is None else target
+    budget = draw(st.integers(0, max(cap, 0)))  # summaries always on here, small budgets included
+    flags = draw(st.lists(st.booleans(), min_size=4, max_size=4))
+    s = HistorySettings(limit, target, *flags, summary_budget=budget)
+    msgs = draw(conversations(limit, 40, TOOL_KINDS if clearing else KINDS))
+    texts = draw(st.lists(TEXTS, min_size=len(msgs), max_size=len(msgs)))
+    msgs = [replace(m, id=f"m{i}", content=t or None) for i, (m, t) in enumerate(zip(msgs, texts))]
+    if clearing and draw(st.booleans()):
+        s = replace(s, clear_trigger=draw(st.integers(0, limit)), clear_keep=draw(st.integers(0, 3)))
+    count = draw(st.sampled_from([TIKTOKEN, APPROX, punctuated, None]))
+    return s, msgs, count
+
+
+@settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(cases())
+def test_deferred_replay_equals_the_eager_one(case):
+    s, msgs, count = case
+    names, thinking = tool_names_of(msgs), thinking_of(msgs)
+    got = replay(msgs, s, count_tokens=count, tool_names=names, thinking=thinking)
+    want = reference_replay(msgs, s, count, names, thinking)  # History with the eager summarizer
+    assert_same(got, want)
+    assert isinstance(got.summaries, SummaryLog)
+    eager = list(want.summaries)
+    built = list(got.summaries)
+    assert built == eager  # ids, roles, tokens and contents
+    assert [None if m is None else m.id for m in eager] == list(got.summaries.ids)
+    assert [0 if m is None else m.tokens for m in eager] == list(got.summaries.tokens)
+    counter = count or TIKTOKEN
+    for m in built:
+        if m is not None:
+            assert m.content is not None and m.tokens == counter(m.content) <= s.summary_budget
+            assert got.summaries.get(m.id) == m
+    assert all(m.content is not None for m in got.final_context if m.id.startswith("summary-"))
+
+
+def test_pinned_messages_reject_and_remove_summaries_and_the_log_reads_them_back():
+    """A pinned system prompt and latest user turn leave a small room: summaries are refused
+    (the next call reads the older one back from its span) and removed; still equal to eager."""
+    msgs = [Message("sys", "system", 30, content="You are a shop assistant.")]
+    for i in range(1, 120):
+        role = "user" if i % 3 == 1 else "assistant"
+        msgs.append(Message(f"m{i}", role, 5 + (i * 7) % 23, content=f"turn {i}: " + "item W12, size M. " * (i % 5)))
+    s = HistorySettings(90, 70, pin_system=True, pin_latest_user=True, summary_budget=40)
+    got = replay(msgs, s)
+    want = reference_replay(msgs, s, None)
+    assert_same(got, want)
+    events = [e for _step, e in got.compactions.summary_events]
+    assert any(not e.accepted and e.removed_id is None for e in events)  # refused
+    assert any(e.removed_id is not None for e in events)  # removed
+    assert got.stats.summaries_accepted > 10
+
+
+@settings(max_examples=150, deadline=None)
+@given(
+    st.lists(st.tuples(st.lists(TEXTS, min_size=1, max_size=5), st.booleans()), min_size=1, max_size=25),
+    st.integers(0, 120),
+    st.sampled_from([TIKTOKEN, APPROX, punctuated]),
+)
+def test_deferred_summarizer_equals_the_eager_one_through_rejections(batches, max_tokens, count):
+    """Called as History calls it: ``previous`` is the last accepted summary (a rejected one is
+    never passed back); ids, tokens and texts equal the eager summarizer's at every call."""
+    eager = ExtractiveSummarizer(max_tokens=max_tokens, count_tokens=count)
+    deferred = ExtractiveSummarizer(max_tokens=max_tokens, count_tokens=count)
+    deferred._defer()
+    prev_e = prev_d = None
+    step = 0
+    for call, (texts, accept) in enumerate(batches):
+        dropped = []
+        for t in texts:
+            step += 1
+            dropped.append(Message(f"m{step}", "user" if step % 2 else "assistant", 1, content=t or None))
+        e, d = eager(prev_e, dropped), deferred(prev_d, dropped)
+        assert d.content is None
+        assert (d.id, d.role, d.tokens) == (e.id, e.role, e.tokens)
+        assert _span_text(deferred._spans(), call) == e.content
+        assert e.tokens == count(e.content)
+        if accept:
+            prev_e, prev_d = e, d
+
+
+def test_defer_only_before_the_first_call():
+    s = ExtractiveSummarizer(max_tokens=20, count_tokens=punctuated)
+    s(None, [Message("u1", "user", 1, content="hi")])
+    with pytest.raises(RuntimeError, match="before the first summary"):
+        s._defer()
+
+
+def test_line_cache_gives_each_new_message_its_own_line(monkeypatch):
+    """Messages are freed and new ones made (CPython reuses freed addresses, so ``id()`` values
+    repeat): the cache keys by id but keeps each cached message alive, and is emptied when full,
+    so every line is still the new message's own."""
+    monkeypatch.setattr(summarizers, "LINE_CACHE_SIZE", 8)
+    summarizers._LINE_CACHE.clear()
+    summarizers._LINE_KEPT.clear()
+    for counter in (TIKTOKEN, punctuated):
+        for round_ in range(30):
+            msgs = [Message(f"r{round_}-{k}", "user", 1, content=f"round {round_} message {k}?") for k in range(5)]
+            s = ExtractiveSummarizer(max_tokens=10_000, count_tokens=counter)
+            s._defer()
+            s(None, msgs)
+            text = _span_text(s._spans(), 0)
+            assert text == "Earlier: " + "\n".join(_line(m, 120) for m in msgs)
+            assert len(summarizers._LINE_KEPT) <= 8 + len(msgs)  # the bound (plus one call's drops)
+            del msgs, s
+            gc.collect()
+    summarizers._LINE_CACHE.clear()
+    summarizers._LINE_KEPT.clear()
+
+
+def test_line_cache_holds_what_it_keys():
+    """Each cached entry's message is alive and its line is that message's line."""
+    summarizers._LINE_CACHE.clear()
+    summarizers._LINE_KEPT.clear()
+    msgs = [Message(f"m{k}", "assistant", 3, content=f"answer {k}: " + "ok. " * k) for k in range(50)]
+    r = replay(msgs, HistorySettings(20, summary_budget=15))
+    assert r.stats.summaries_accepted > 5
+    by_id = {id(m): m for m in summarizers._LINE_KEPT}
+    checked = 0
+    for (chars, memo_id), cache in summarizers._LINE_CACHE.items():
+        for key, entry in cache.items():
+            line = entry if memo_id is None else entry[0]
+            assert line == _line(by_id[key], chars)
+            checked += 1
+    assert checked >= r.stats.messages_dropped
+
+
+def test_summary_log_memory_is_one_line_per_summarized_message():
+    """No pins: no summary is refused, so the log holds exactly one line per summarized message
+    (O(lines), not O(summaries x budget)); each summary is a span of it."""
+    from convmem.synthetic import generate_conversation
+
+    msgs = generate_conversation(3_000, seed=11).messages
+    r = replay(msgs, HistorySettings(2_000, summary_budget=300))
+    log, tops, los, his = r.summaries._spans
+    assert r.stats.summaries_rejected == 0 and r.stats.summaries_accepted > 100
+    assert len(log) == sum(r.summarized)
+    assert sum(map(len, log)) < sum(len(m.content) for m in r.summaries)  # the eager total, far larger
+
+
+def test_summary_log_sequence_api():
+    msgs = [Message(f"m{k}", "user", 4, content=f"question {k}?") for k in range(30)]
+    r = replay(msgs, HistorySettings(12, summary_budget=6))
+    log = r.summaries
+    n = len(log)
+    assert n == r.stats.summaries_accepted > 3
+    assert log[-1] == log[n - 1] and log[1:3] == [log[1], log[2]]
+    with pytest.raises(IndexError, match=f"SummaryLog index {n} out of range"):
+        log[n]
+    assert log.get("nope") is None
+    assert log == tuple(log) and log == list(log) and log != list(log)[:-1]
+    assert repr(log) == f"SummaryLog({n} summaries)"
+    again = pickle.loads(pickle.dumps(log))
+    assert again == log and again.get(log.ids[0]) == log[0]
+    assert len(SummaryLog()) == 0 and replay(msgs, HistorySettings(12)).summaries == ()
+    # the stubs convmem.prompt_cache reads: same ids and tokens, no text built
+    stubs = list(log._stubs())
+    assert [(m.id, m.tokens, m.content) for m in stubs] == [(m.id, m.tokens, None) for m in log]
+
+
+@settings(max_examples=400, deadline=None)
+@given(st.text(alphabet="ab .,?!:;'\"()[]-–…é\u0301ü1²½一\u200b\u00a0\t#$%*+/<=>@\\^_`|~s", min_size=1, max_size=40))
+def test_a_line_with_its_newline_counts_its_last_piece_again(text):
+    """Under cl100k_base, count(line + "\\n") is count(line) with the last piece (a trailing run of
+    punctuation) counted again with the "\\n"; the summarizer's sums rest on it."""
+    from convmem.summarizers import _last_piece
+
+    s = ExtractiveSummarizer(max_tokens=100, count_tokens=TIKTOKEN)
+    s(None, [Message("x", "user", 1, content="warm")])  # resolves the counter (memo, cl100k rule)
+    assert s._tails == (TIKTOKEN.__self__.name == "cl100k_base")
+    line = _line(Message("m", "user", 1, content=text), 120)
+    tokens = TIKTOKEN(line)
+    assert s._with_newline(line, tokens, TIKTOKEN) == TIKTOKEN(line + "\n")
+    if not line[-1].isalnum():
+        piece = _last_piece(line)
+        assert piece and line.endswith(piece) and TIKTOKEN(line) - TIKTOKEN(piece) + TIKTOKEN(piece + "\n") == TIKTOKEN(line + "\n")
+
+
+@st.composite
+def summary_only_cases(draw):
+    """Summaries with no other policy: the case replay walks without History.add."""
+    limit = draw(st.one_of(st.integers(0, 40), st.integers(40, 400)))
+    target = draw(st.one_of(st.none(), st.integers(0, limit)))
+    cap = limit if target is None else target
+    s = HistorySettings(limit, target, summary_budget=draw(st.integers(0, cap)))
+    msgs = draw(conversations(limit, 40, KINDS))
+    texts = draw(st.lists(TEXTS, min_size=len(msgs), max_size=len(msgs)))
+    msgs = [replace(m, id=f"m{i}", content=t or None) for i, (m, t) in enumerate(zip(msgs, texts))]
+    return s, msgs, draw(st.sampled_from([TIKTOKEN, APPROX, None]))
+
+
+@contextmanager
+def history_add_forbidden():
+    """History.add raises inside: the walk must not call it."""
+    saved = History.add
+
+    def add(self, message):
+        raise AssertionError("History.add called")
+
+    History.add = add
+    try:
+        yield
+    finally:
+        History.add = saved
+
+
+@settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(summary_only_cases())
+def test_summary_walk_equals_history(case):
+    s, msgs, count = case
+    want = reference_replay(msgs, s, count)
+    with history_add_forbidden():
+        got = replay(msgs, s, count_tokens=count)
+    assert_same(got, want)
+    assert list(got.summaries) == list(want.summaries)
+
+
+def test_summary_walk_leaves_ids_a_summary_could_repeat_to_history():
+    """Message ids shaped like summary ids: History refuses an add whose id is the summary in
+    place, and a summary whose id a kept message has; the walk leaves such conversations to
+    History, so replay raises and records exactly as History does."""
+    msgs = [Message(f"m{k}", "user", 5, content=f"text {k}") for k in range(6)]
+    in_place = replay(msgs, HistorySettings(12, summary_budget=6)).final_context[0].id
+    assert in_place.startswith("summary-")
+    with pytest.raises(ValueError, match=f"'{in_place}' is already the id of the summary in place"):
+        replay([*msgs, Message(in_place, "user", 5)], HistorySettings(12, summary_budget=6))
+    clash = [Message(f"summary-{k // 2}" if k % 2 == 0 else f"m{k}", "user", 5, content=f"text {k}") for k in range(12)]
+    s = HistorySettings(12, summary_budget=6)
+    got, want = replay(clash, s), reference_replay(clash, s, None)
+    assert_same(got, want)
+    assert any("is the id of a kept message" in (e.reason or "") for _step, e in got.compactions.summary_events)
