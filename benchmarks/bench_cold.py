@@ -97,7 +97,7 @@ MARKS_JS = """
 (() => {
   const needle = %s;
   const m = {question: null, metric: null, runStart: null, runDone: null, idleSince: null, lastChange: 0,
-             skeletonFirst: null, skeletonLast: null, progressFirst: null, progressText: null,
+             skeletonFirst: null, skeletonLast: null, progressFirst: null, progressTexts: [],
              running: false};
   window.__cold = m;
   const visible = el => { const r = el.getBoundingClientRect(); return r.width > 0 && r.height > 0; };
@@ -124,9 +124,10 @@ MARKS_JS = """
     const progress = Array.from(document.querySelectorAll(
       '[data-testid="stSpinner"], [data-testid="stExpander"] [data-testid="stExpanderIconSpinner"], ' +
       '[data-testid="stProgress"]')).filter(visible);
-    if (progress.length && m.progressFirst === null) {
-      m.progressFirst = now;
-      m.progressText = progress.map(e => e.innerText.trim()).join(' | ').slice(0, 200);
+    if (progress.length && m.progressFirst === null) m.progressFirst = now;
+    for (const e of progress) {  // each distinct text once, without its elapsed time
+      const text = e.innerText.replace(/\s+/g, ' ').replace(/\s*\([\d.]+ seconds?\)\s*$/, '').trim();
+      if (text && !m.progressTexts.includes(text)) m.progressTexts.push(text);
     }
     const status = document.querySelector('[data-testid="stStatusWidget"]');
     const idle = state === 'notRunning' && m.running && !skeleton && !progress.length &&
@@ -248,7 +249,7 @@ def view(browser, url: str, needle: str, shot: Path | None = None, shot_at: tupl
     sec = lambda v: None if v is None else v / 1000  # noqa: E731
     skeleton = 0.0 if marks["skeletonFirst"] is None else (marks["skeletonLast"] - marks["skeletonFirst"]) / 1000
     return View(sec(marks["question"]), sec(marks["metric"]), sec(marks["runStart"]), sec(marks["runDone"]), sec(marks["idleSince"]),
-                skeleton, marks["progressText"])
+                skeleton, " / ".join(marks["progressTexts"]) or None)
 
 
 def _js_string(text: str) -> str:
