@@ -97,7 +97,7 @@ MARKS_JS = """
 (() => {
   const needle = %s;
   const m = {question: null, metric: null, runStart: null, runDone: null, idleSince: null, lastChange: 0,
-             skeletonFirst: null, skeletonLast: null, progressFirst: null, progressText: null,
+             skeletonFirst: null, skeletonLast: null, progressFirst: null, progressTexts: [],
              running: false};
   window.__cold = m;
   const visible = el => { const r = el.getBoundingClientRect(); return r.width > 0 && r.height > 0; };
@@ -124,9 +124,10 @@ MARKS_JS = """
     const progress = Array.from(document.querySelectorAll(
       '[data-testid="stSpinner"], [data-testid="stExpander"] [data-testid="stExpanderIconSpinner"], ' +
       '[data-testid="stProgress"]')).filter(visible);
-    if (progress.length && m.progressFirst === null) {
-      m.progressFirst = now;
-      m.progressText = progress.map(e => e.innerText.trim()).join(' | ').slice(0, 200);
+    if (progress.length && m.progressFirst === null) m.progressFirst = now;
+    for (const e of progress) {  // each distinct text once, without its elapsed time
+      const text = e.innerText.replace(/\s+/g, ' ').replace(/\s*\([\d.]+ seconds?\)\s*$/, '').trim();
+      if (text && !m.progressTexts.includes(text)) m.progressTexts.push(text);
     }
     const status = document.querySelector('[data-testid="stStatusWidget"]');
     const idle = state === 'notRunning' && m.running && !skeleton && !progress.length &&
@@ -248,13 +249,19 @@ def view(browser, url: str, needle: str, shot: Path | None = None, shot_at: tupl
     sec = lambda v: None if v is None else v / 1000  # noqa: E731
     skeleton = 0.0 if marks["skeletonFirst"] is None else (marks["skeletonLast"] - marks["skeletonFirst"]) / 1000
     return View(sec(marks["question"]), sec(marks["metric"]), sec(marks["runStart"]), sec(marks["runDone"]), sec(marks["idleSince"]),
-                skeleton, marks["progressText"])
+                skeleton, " / ".join(marks["progressTexts"]) or None)
 
 
 def _js_string(text: str) -> str:
     import json
 
     return json.dumps(text)
+
+
+def _interrupt(signum, frame) -> None:
+    """A SIGTERM stops the run like Ctrl-C, so the servers it started (each in its own process
+    group) are stopped by the ``finally`` blocks."""
+    raise KeyboardInterrupt(f"signal {signum}")
 
 
 def _median(values) -> float | None:
@@ -278,6 +285,7 @@ def main(argv: list[str] | None = None) -> None:
     ap.add_argument("--shots", type=Path, default=None, help="save screenshots of every cold view here")
     ap.add_argument("--shot-at", default="1,3,5",
                     help="comma-separated seconds after the navigation started of the early shots")
+    ap.add_argument("--cold-only", action="store_true", help="skip the warm view (a second session)")
     ap.add_argument("--before", type=Path, default=None,
                     help="another checkout (e.g. /work/main) whose pages are measured too, as '<page> before', "
                     "in the same rounds")
@@ -287,6 +295,8 @@ def main(argv: list[str] | None = None) -> None:
         args.shots.mkdir(parents=True, exist_ok=True)
 
     from playwright.sync_api import sync_playwright
+
+    signal.signal(signal.SIGTERM, _interrupt)
 
     print("# convmem cold first view, real browser (Chromium headless, Playwright)")
     print(f"python {sys.version.split()[0]}; {os.cpu_count()} CPU(s); load average before: "
@@ -313,13 +323,14 @@ def main(argv: list[str] | None = None) -> None:
                         stem = name.replace(" ", "-")
                         shot = args.shots / f"{stem}-{args.data}-r{r}.png" if args.shots else None
                         cold = view(browser, url, needle, shot, tuple(float(x) for x in args.shot_at.split(',')))
-                        warm = view(browser, url, needle)
+                        warm = None if args.cold_only else view(browser, url, needle)
                     finally:
                         server.stop()
                     res = results.setdefault(name, {"start": [], "cold": [], "warm": []})
                     res["start"].append(server.start_s)
                     res["cold"].append(cold)
-                    res["warm"].append(warm)
+                    if warm is not None:
+                        res["warm"].append(warm)
                     print(f"  round {r + 1} {name:24s} cold: question {_fmt(cold.question)} script "
                           f"{_fmt(cold.script)} settled {_fmt(cold.settled)} skeleton {cold.skeleton_s:.2f} s progress "
                           f"{cold.progress_text!r}", flush=True)
@@ -330,13 +341,15 @@ def main(argv: list[str] | None = None) -> None:
     print()
     print(f"load average after: " + ", ".join(f"{x:.2f}" for x in os.getloadavg()))
     print("medians in s (ratio to the baseline's same figure)")
-    header = (f"{'page':17s} {'view':5s} {'question':>14s} {'metric':>14s} {'run done':>14s} "
-              f"{'settled':>14s} {'skeleton s':>10s}  progress seen")
+    header = (f"{'page':24s} {'view':5s} {'question':>14s} {'metric':>14s} {'run done':>14s} "
+              f"{'script':>14s} {'settled':>14s} {'skeleton s':>10s}  progress seen")
     print(header)
     print("-" * len(header))
     for name, res in results.items():
         for kind in ("cold", "warm"):
             views = res[kind]
+            if not views:
+                continue
             bviews = b[kind]
             cols = []
             for attr in ("question", "metric", "run_done", "script", "settled"):

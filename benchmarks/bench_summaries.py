@@ -55,10 +55,10 @@ def run(messages, cls, limit: int, budget: int, policies: dict) -> tuple[float, 
 
 
 def replay_rows(messages, old, repeat: int, limit: int = 32_000, budget: int = 3_000) -> None:
-    """replay() with summaries (what the Token budget page runs per rerun): deferred summaries
-    (Replay.summaries a lazy SummaryLog; now) against eager ones (every summary's text built:
-    this module's summarizer with deferral off, and the old module's), and against the same
-    replay without summaries. "first" empties the process-wide line caches (a new process),
+    """replay() with summaries (what the Token budget page runs per rerun): now (deferred
+    summaries, Replay.summaries a lazy SummaryLog, and the walk where it applies) against eager
+    ones through History.add (every summary's text built: this module's summarizer with
+    deferral off, and the old module's), and against the same replay without summaries. "first" empties the process-wide line caches (a new process),
     "warm" keeps them (another limit of the same conversation). Interleaved; medians."""
     replay_module = sys.modules["convmem.replay"]  # (convmem.replay is also the function)
     old._defer, old._deferred = (lambda self: None), False  # the old one knows no deferral
@@ -68,7 +68,9 @@ def replay_rows(messages, old, repeat: int, limit: int = 32_000, budget: int = 3
         _LINE_MEMOS.clear(), sm._LINE_CACHE.clear(), sm._LINE_KEPT.clear(), sm._CLIP_MEMOS.clear()
 
     def timed(settings, mode: str) -> tuple[float, object]:
-        saved_cls, saved_defer = replay_module.ExtractiveSummarizer, ExtractiveSummarizer._defer
+        saved = replay_module.ExtractiveSummarizer, ExtractiveSummarizer._defer, replay_module._summary_walk_applies
+        if mode != "deferred":
+            replay_module._summary_walk_applies = lambda *a: False  # through History.add, as before
         if mode == "old":
             replay_module.ExtractiveSummarizer = old  # HistorySettings.build makes the old one
         elif mode == "eager":
@@ -78,7 +80,7 @@ def replay_rows(messages, old, repeat: int, limit: int = 32_000, budget: int = 3
             r = replay(messages, settings)
             return time.perf_counter() - t0, r
         finally:
-            replay_module.ExtractiveSummarizer, ExtractiveSummarizer._defer = saved_cls, saved_defer
+            replay_module.ExtractiveSummarizer, ExtractiveSummarizer._defer, replay_module._summary_walk_applies = saved
 
     for name, ctor in (("no pins", HistorySettings), ("all policies", HistorySettings.all_policies)):
         plain, with_sum = ctor(limit), ctor(limit, summary_budget=budget)

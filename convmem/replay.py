@@ -711,7 +711,9 @@ def _walk_summaries(
 
 
 def _full_summary(summarizer: ExtractiveSummarizer, summary: Message) -> Message:
-    """The deferred summary ``summary`` with its text."""
+    """The deferred summary ``summary`` with its text (an eager one as it is)."""
+    if summary.content is not None:
+        return summary
     return Message(summary.id, summary.role, summary.tokens,
                    content=_span_text(summarizer._spans(), summarizer._made[summary.id]))
 

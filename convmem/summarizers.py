@@ -85,9 +85,9 @@ def _line(m: Message, max_chars: int) -> str:
 LINE_MEMO_SIZE = 1 << 18
 _LINE_MEMOS: dict[tuple[str, str], dict[str, int]] = {}
 #: Clipped lines of deferred summarizers (a replay clips the line that did not fit on most
-#: calls): ``{id(line memo): {(line, room): (clipped line, tokens) or None}}`` under that memo's
-#: counter, each emptied at LINE_MEMO_SIZE entries.
-_CLIP_MEMOS: dict[int, dict[tuple[str, int], tuple[str, int] | None]] = {}
+#: calls): ``{id(line memo): {(line, room): (clipped line, tokens, tokens with "\n") or None}}``
+#: under that memo's counter, each emptied at LINE_MEMO_SIZE entries.
+_CLIP_MEMOS: dict[int, dict[tuple[str, int], tuple[str, int, int] | None]] = {}
 
 
 def _own_counter_memo(count: Callable[[str], int]) -> dict[str, int] | None:
@@ -235,6 +235,8 @@ class ExtractiveSummarizer:
     _span_lo: array = field(default_factory=lambda: array("q"), init=False, repr=False, compare=False)
     _span_hi: array = field(default_factory=lambda: array("q"), init=False, repr=False, compare=False)
     _made: dict = field(default_factory=dict, init=False, repr=False, compare=False)
+    # Deferred with convmem's own counters (_call_spans): running sums over the log, _pe[i] of
+    # tokens + 1 and _pn[i] of tokens with "\n" over log[:i].
     _pe: list = field(default_factory=lambda: [0], init=False, repr=False, compare=False)
     _pn: list = field(default_factory=lambda: [0], init=False, repr=False, compare=False)
 
@@ -554,15 +556,19 @@ class ExtractiveSummarizer:
                 cut = (log[lo - 1], tok[lo - 1])
                 est = pe[n] - pe[lo]
             key = (cut[0], room - est)
-            clips = _CLIP_MEMOS.setdefault(id(memo), {})
+            clips = _CLIP_MEMOS.get(id(memo))
+            if clips is None:
+                clips = _CLIP_MEMOS[id(memo)] = {}
             clipped = clips.get(key, False)
             if clipped is False:
                 if len(clips) >= LINE_MEMO_SIZE:
                     clips.clear()
-                clipped = clips[key] = self._clip_cut(cut, room - est, count)
+                clipped = self._clip_cut(cut, room - est, count)
+                if clipped is not None:
+                    clipped = (*clipped, self._with_newline(clipped[0], clipped[1], count))
+                clips[key] = clipped
             if clipped is not None:
-                ln, t = clipped
-                top = self._top = [ln, t, self._with_newline(ln, t, count)]
+                top = self._top = list(clipped)
         # The exact count of the text, from the lines' counts (drop the oldest while over: the
         # tokenizer may merge across lines).
         while True:

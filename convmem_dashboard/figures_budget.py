@@ -16,13 +16,14 @@ Hover text built from data (ids, roles) is HTML-escaped: user-supplied ids never
 
 from __future__ import annotations
 
+import bisect
 import html
 import math
 from collections import Counter
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from itertools import compress, repeat
-from operator import attrgetter
+from operator import attrgetter, itemgetter
 
 import numpy as np
 import plotly.graph_objects as go
@@ -71,6 +72,7 @@ _TOKENS = attrgetter("tokens")
 _ROLE = attrgetter("role")
 _ID = attrgetter("id")
 _ACCEPTED = attrgetter("accepted")
+_SPAN_TOKENS, _SPAN_START, _SPAN_STOP = itemgetter(1), itemgetter(2), itemgetter(3)
 _EV_TOKENS = attrgetter("tokens")
 
 
@@ -516,6 +518,18 @@ def _segments(x0: np.ndarray, x1: np.ndarray, y: np.ndarray) -> tuple[np.ndarray
     return xs, ys
 
 
+def _spans_in(spans: Sequence[tuple[str, int, int, int]], lo: int, hi: int) -> Sequence[tuple[str, int, int, int]]:
+    """The summary spans in context at some step of ``lo..hi``: a contiguous run of ``spans``
+    (in order and disjoint, so starts and ends both increase), found by bisection.
+
+    >>> _spans_in([("a", 1, 0, 4), ("b", 1, 4, 9), ("c", 1, 12, 20)], 5, 12)
+    [('b', 1, 4, 9), ('c', 1, 12, 20)]
+    """
+    first = bisect.bisect_right(list(map(_SPAN_STOP, spans)), lo)  # the first span ending after lo
+    last = bisect.bisect_right(list(map(_SPAN_START, spans)), hi)  # past the last one starting by hi
+    return list(spans[first:last])
+
+
 def summary_bars(
     spans: Sequence[tuple[str, int, int, int]], n: int, max_bars: int
 ) -> tuple[np.ndarray, np.ndarray, list[str], int]:
@@ -536,13 +550,13 @@ def summary_bars(
     '2 summaries s1 … s2 (up to 6 tokens)<br>in context: steps 2–8'
     """
     m = len(spans)
-    start = np.fromiter((sp[2] for sp in spans), dtype=np.int64, count=m)
-    stop = np.fromiter((sp[3] for sp in spans), dtype=np.int64, count=m)
+    start = np.fromiter(map(_SPAN_START, spans), dtype=np.int64, count=m)
+    stop = np.fromiter(map(_SPAN_STOP, spans), dtype=np.int64, count=m)
     k = max(1, math.ceil(m / max(1, max_bars)))
     if k == 1:
         texts = [f"summary {_esc(sid)} ({tok:,} tokens)<br>in context: steps {s0}–{s1 - 1}" for sid, tok, s0, s1 in spans]
         return start.astype(float), np.minimum(stop, n - 1).astype(float), texts, 1
-    tokens = np.fromiter((sp[1] for sp in spans), dtype=np.int64, count=m)
+    tokens = np.fromiter(map(_SPAN_TOKENS, spans), dtype=np.int64, count=m)
     pos = np.arange(m)
     # A new bar every k spans, and wherever a span does not start where the previous one ended.
     new = (pos % k == 0) | np.concatenate(([True], start[1:] != stop[:-1]))
@@ -636,7 +650,7 @@ def context_window_figure(
                 hovertemplate="%{hovertext}<extra></extra>",
             )
         )
-    spans = [sp for sp in a.summary_spans if sp[2] <= hi and sp[3] > lo]
+    spans = _spans_in(a.summary_spans, lo, hi)
     merged = 1
     if spans:
         x0, x1, texts, merged = summary_bars(spans, a.n, max_bars)

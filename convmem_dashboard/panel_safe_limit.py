@@ -19,7 +19,7 @@ The pure parts (:func:`safe_policies`, :func:`protected_status`, :func:`safe_lim
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 import numpy as np
 import plotly.graph_objects as go
@@ -205,6 +205,25 @@ def _limit_free(settings: HistorySettings) -> HistorySettings:
     return settings
 
 
+def _answer_key(settings: HistorySettings, protect: str) -> HistorySettings:
+    """:func:`_limit_free` without the policies the answer for ``protect`` does not read, so
+    toggling them hits the cache: for the newest user turn, start_on_user (explain_safe_limit
+    scans only for a system message or a message id) and, when the turn is pinned, everything
+    (the answer is 0, "pinned").
+
+    >>> _answer_key(HistorySettings(500, start_on_user=True), "latest_user") == _answer_key(HistorySettings(500), "latest_user")
+    True
+    >>> _answer_key(HistorySettings(500, start_on_user=True), "system") == _answer_key(HistorySettings(500), "system")
+    False
+    """
+    key = _limit_free(settings)
+    if protect == "latest_user":
+        if key.pin_latest_user:
+            return HistorySettings(0, pin_latest_user=True)
+        key = replace(key, start_on_user=False)
+    return key
+
+
 @st.cache_data(show_spinner=False, max_entries=64)
 def _explain(dataset_key: str, conv_id: str, settings: HistorySettings, protect: str) -> SafeLimit | str:
     from .cache_budget import conversation
@@ -246,7 +265,7 @@ def render_safe_limit(
             st.info("Type a message id (the 'id' column of the table below) to protect it.")
             return None
         protect = picked
-    got = _explain(dataset_key, conv_id, _limit_free(settings), protect)
+    got = _explain(dataset_key, conv_id, _answer_key(settings, protect), protect)
     if isinstance(got, str):
         # The message names the id the user typed: shown as plain text, never Markdown.
         st.warning("No safe limit for this choice:")

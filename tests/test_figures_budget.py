@@ -252,6 +252,9 @@ def test_summary_row_merges_consecutive_summaries_past_max_bars(pins, limit, bud
     counts = [int(m.group(1).replace(",", "")) if (m := re.match(r"([\d,]+) summaries", t)) else 1
               for t in row.hovertext[0::3]]
     assert sum(counts) == len(spans)
+    for lo, hi in [(0, n - 1), (0, 0), (500, 900), (n - 1, n - 1), (1234, 2345), (10, 11)]:
+        want = [sp for sp in spans if sp[2] <= hi and sp[3] > lo]
+        assert fb._spans_in(spans, lo, hi) == want, (lo, hi)
     # Under max_bars nothing is merged: one bar per summary, as before.
     few = fb.context_window_figure(a, max_bars=10_000)
     assert len(_trace(few, "summary").x) == 3 * len(spans) and _trace(few, "summary").name == "summary"

@@ -175,6 +175,32 @@ def test_the_limit_free_key_gives_the_answer_of_every_limit(budget):
     assert _limit_free(with_target) == with_target  # a target's ratio moves with rounding: kept
 
 
+def test_the_answer_key_drops_only_policies_the_answer_does_not_read():
+    """The cache key of the newest-user answer ignores start_on_user (and everything once the turn
+    is pinned): the answer under the key equals the answer with every policy, on generated
+    conversations with targets and summary budgets."""
+    import itertools
+
+    from convmem.synthetic import generate_conversation
+
+    from convmem_dashboard.panel_safe_limit import _answer_key, safe_policies
+
+    keys = set()
+    for seed in (3, 8):
+        msgs = generate_conversation(400, seed=seed).messages
+        for bits in itertools.product((False, True), repeat=4):
+            pol = dict(zip(("pin_system", "pin_latest_user", "keep_tool_groups", "start_on_user"), bits))
+            for extra in ({}, {"target": 1500}, {"summary_budget": 200}):
+                s = HistorySettings(3000, **extra, **pol)
+                for protect in ("latest_user", "system", msgs[50].id):
+                    key = _answer_key(s, protect)
+                    assert explain_safe_limit(msgs, protect, **safe_policies(key)) == explain_safe_limit(
+                        msgs, protect, **safe_policies(s)), (pol, extra, protect)
+                    if protect == "latest_user":
+                        keys.add(key)
+    assert HistorySettings(0, pin_latest_user=True) in keys and not any(k.start_on_user for k in keys)
+
+
 def test_mark_and_caption():
     msgs = [Message("u1", "user", 10), Message("a1", "assistant", 30)]
     got = explain_safe_limit(msgs)

@@ -71,7 +71,6 @@ def test_cold_link_shows_progress_before_the_page(browser, tmp_path, screenshot_
             loading = page.locator('[data-testid="stSpinner"]', has_text="Loading the data in use")
             loading.wait_for(state="visible", timeout=COLD_TIMEOUT_MS)
             screenshot(page, screenshot_dir, "cold_progress_loading")
-            assert page.get_by_text(QUESTION).count() == 0, "the page ran before its data was loaded?"
             # ... then the page itself, whole.
             page.get_by_text(QUESTION).wait_for(state="visible", timeout=COLD_TIMEOUT_MS)
             wait_for_app(page, timeout_ms=COLD_TIMEOUT_MS)
@@ -83,7 +82,8 @@ def test_cold_link_shows_progress_before_the_page(browser, tmp_path, screenshot_
             context.close()
 
     texts = [s["text"] for s in seen]
-    # The long work before the page could draw anything was announced in words, in this order.
+    # The first long work, before anything of the page could be drawn, was announced in words
+    # (what the browser saw at that moment, recorded there: no race with this process).
     assert texts[0] == "Loading the data in use: Synthetic, 100,000 messages…", seen
     assert not seen[0]["questionShown"], seen
     # Every indicator seen names what it waits for (no bare spinner icon).
