@@ -1105,16 +1105,15 @@ class History:
         self._kept_count -= 1
         self._ids.discard(m.id)
         dropped.append((item, reason))
-        if not self._editing:
-            pass
-        elif self._clear is not None and m.role == "tool":
-            self._forget_tool(item)
-        elif self._clear_thinking is not None and m.role == "assistant":
-            if self._think_live.pop(seq, None) is None:
-                self._originals.pop(m.id, None)
-            queue = self._think_queue
-            while queue and queue[0][0] not in self._think_live:
-                queue.popleft()
+        if self._editing:  # clearing on: forget the item in the clearing queues
+            if self._clear is not None and m.role == "tool":
+                self._forget_tool(item)
+            elif self._clear_thinking is not None and m.role == "assistant":
+                if self._think_live.pop(seq, None) is None:
+                    self._originals.pop(m.id, None)
+                queue = self._think_queue
+                while queue and queue[0][0] not in self._think_live:
+                    queue.popleft()
         group_of = self._group_of
         if group_of:
             group = group_of.pop(seq, None)
