@@ -1,7 +1,7 @@
 """Replay at 10^5 messages for every policy combination, as ratios against the base rule.
 
     TIKTOKEN_CACHE_DIR=... .venv/bin/python benchmarks/bench_history_policies.py [--n 100000]
-        [--repeat 5] [--limit 31000] [--target 24000]
+        [--repeat 5] [--limit 31000] [--target 24000] [--walk]
 
 The workload is the dashboard's: ``convmem.replay(messages, HistorySettings(...))`` over the
 ``synthetic-100000`` dataset (convmem_dashboard.data; the first ``--n`` messages), summaries off.
@@ -11,12 +11,19 @@ rule (no policy, same limit and target) in the same process, and printed as seco
 against that base rule. ``History.add`` alone (no replay bookkeeping) is printed beside it.
 The dashboard's budget: one replay per widget change, under 1 s of server time in all
 (issue 10, item 3); docs/performance.md has the figures. Nothing here asserts.
+
+``--walk`` prints instead, for all 15 non-empty combinations of the four policies without and with
+``--target``, the CPU time (``time.process_time``: this process only, steadier on a shared machine)
+of ``replay`` on ``generate_conversation(--n, seed=7)`` through its policy walk and through
+History.add (the walk switched off), alternated in the same process, and the ratio History / walk.
 """
 
 from __future__ import annotations
 
 import argparse
 import gc
+import importlib
+import itertools
 import logging
 import os
 import statistics
@@ -61,13 +68,57 @@ def add_only(messages, settings: HistorySettings) -> int:
     return h.total()
 
 
+def cpu_once(fn) -> float:
+    gc.collect()
+    t0 = time.process_time()
+    fn()
+    return time.process_time() - t0
+
+
+def walk_vs_history(messages, limit: int, target: int, repeat: int) -> None:
+    """Replay CPU time through the policy walk and through History.add, per combination."""
+    replay_module = importlib.import_module("convmem.replay")  # (convmem.replay is the function)
+    applies = replay_module._policy_walk_applies
+
+    def through_history(s: HistorySettings) -> None:
+        replay_module._policy_walk_applies = lambda h: False
+        try:
+            replay(messages, s)
+        finally:
+            replay_module._policy_walk_applies = applies
+
+    print(f"replay CPU time of {len(messages):,} messages (generate_conversation, seed 7), limit {limit:,}, "
+          f"median of {repeat}, walk vs History.add; load {os.getloadavg()[0]:.2f}")
+    print(f"{'policies':<52} {'target':>7} {'walk s':>7} {'History s':>9} {'ratio':>6}")
+    for t in (None, target):
+        for bits in itertools.product([False, True], repeat=4):
+            if not any(bits):
+                continue
+            s = HistorySettings(limit, target=t, **dict(zip(POLICIES, bits)))
+            walk, hist = [], []
+            for _ in range(repeat):
+                walk.append(cpu_once(lambda: replay(messages, s)))
+                hist.append(cpu_once(lambda: through_history(s)))
+            mw, mh = statistics.median(walk), statistics.median(hist)
+            name = "+".join(p for p, on in zip(POLICIES, bits) if on)
+            print(f"{name:<52} {str(t or '-'):>7} {mw:7.3f} {mh:9.3f} {mh / mw:6.2f}", flush=True)
+    print(f"load after: {os.getloadavg()[0]:.2f}")
+
+
 def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--n", type=int, default=100_000)
     parser.add_argument("--repeat", type=int, default=5)
     parser.add_argument("--limit", type=int, default=31_000)
     parser.add_argument("--target", type=int, default=24_000)
+    parser.add_argument("--walk", action="store_true", help="replay's policy walk vs History.add")
     args = parser.parse_args()
+    if args.walk:
+        from convmem.synthetic import generate_conversation
+
+        messages = generate_conversation(args.n, seed=7).messages
+        walk_vs_history(messages, args.limit, args.target, args.repeat)
+        return
 
     from convmem_dashboard.data import get_dataset
 

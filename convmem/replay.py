@@ -28,9 +28,13 @@ from typing import overload
 
 from .history import (
     OVER_LIMIT,
+    PIN_MOVED,
+    START_ON_USER,
     TOO_BIG,
+    TOOL_GROUP,
     TRIGGER_ARRIVAL,
     TRIGGER_LIMIT,
+    TRIGGER_PIN_MOVED,
     Clearing,
     ClearThinking,
     ClearToolUses,
@@ -473,6 +477,8 @@ def _replay(
     final_context: tuple[Message, ...] | None = None
     if h._plain:
         totals, kept, final_context = _walk_base_rule(messages, h._limit, h._goal, records)
+    elif _policy_walk_applies(h):
+        totals, kept, final_context = _walk_policies(messages, h, records)
     elif h._summarizer is None:
         totals = [0] * n
         kept = [0] * n
@@ -760,6 +766,220 @@ def _walk_base_rule(
     return totals, kept, tuple(messages[lo:])
 
 
+def _policy_walk_applies(h: History) -> bool:
+    """Whether :func:`_walk_policies` may stand in for History.add: at least one of pin_system,
+    pin_latest_user, keep_tool_groups and start_on_user on (a target or not), no summarizer and no
+    clearing. (Summaries with policies, and clearing, are left to History.)"""
+    return not h._plain and h._summarizer is None and not h._editing
+
+
+def _walk_policies(
+    messages: Sequence[Message], h: History, records: deque[tuple]
+) -> tuple[list[int], list[int], tuple[Message, ...]]:
+    """History's pin, tool-group and start_on_user rules (any combination, a target or not; no
+    summary, no clearing) without History.add: the totals and kept counts after each add, the
+    final context, and History's own full-shape records appended to ``records`` (the same tuples
+    ``History._finish`` makes: ``(step, message_id, trigger, total_before, total_after,
+    [((step, message), reason), ...], None)``).
+
+    One loop with History's state in locals: the same head of passed-over pins, run deque, lazy
+    deletion of tool results dropped with their call, groups by call id and by position, the moving
+    latest-user pin, and the same order of checks as ``History.add``, ``_compact``,
+    ``_drop_unit`` and ``_finish`` (History is the reference; read them side by side). Ids are
+    unique here (replay checks them first), so History's kept-id set is not needed. O(n) plus the
+    drops (O(d log d) to order d drops when tool groups interleave), no per-add method call.
+    tests/test_replay_policy_walk.py checks it against History for all 15 combinations.
+    """
+    pin_system = h._pin_system
+    pin_latest_user = h._pin_latest_user
+    keep_tool_groups = h._keep_tool_groups
+    start_on_user = h._start_on_user
+    limit = h._limit
+    goal = h._goal
+    n = len(messages)
+    totals = [0] * n
+    kept_counts = [0] * n
+    head: list[tuple] = []  # pinned system messages passed over by compaction, in order
+    head_user = None  # the pinned latest user message, when passed over
+    run: deque[tuple] = deque()  # the newest contiguous run (may hold dead items)
+    popleft = run.popleft
+    dead: set[int] = set()  # steps of run items dropped with their call, not yet popped
+    # A tool group is the list of its results. A dropped call's group leaves both maps at once, so
+    # every group reachable from them is live (History's _Group.dead is never true here).
+    groups: dict[str, list] = {}  # tool call id -> group
+    group_of: dict[int, list] = {}  # step of a kept assistant message -> its group
+    latest_user = None
+    last_assistant = -1
+    frontier = -1  # step of the newest message dropped from the oldest end
+    total = 0
+    kept = 0
+    append_record = records.append
+    moved = None  # the old latest user message a new one's pin let go (History's pin_moved drop)
+    step = 0
+    for m in messages:
+        item = (step, m)
+        role = m.role
+        if role == "user":
+            if pin_latest_user:
+                old = latest_user
+                latest_user = item
+                if old is not None:
+                    if old[0] < frontier:
+                        # Kept only by its pin, cut off from the run: the suffix rule drops it now.
+                        head_user = None
+                        total -= old[1].tokens
+                        kept -= 1
+                        moved = old
+                    elif head_user is old:
+                        head_user = None
+                        run.appendleft(old)
+        elif keep_tool_groups:
+            if role == "assistant":
+                last_assistant = step
+                if m.tool_call_ids:
+                    group = group_of[step] = []
+                    for call_id in m.tool_call_ids:
+                        groups[call_id] = group
+            elif role == "tool":
+                group = None
+                if m.tool_call_id is not None:
+                    group = groups.get(m.tool_call_id)
+                elif last_assistant > frontier:
+                    group = group_of.get(last_assistant)
+                    if group is None:
+                        group = group_of[last_assistant] = []
+                if group is None:
+                    # Refused on arrival: a tool result is never left without its call.
+                    append_record((step, m.id, TRIGGER_ARRIVAL, total + m.tokens, total, [(item, TOOL_GROUP)], None))
+                    totals[step] = total
+                    kept_counts[step] = kept
+                    step += 1
+                    continue
+                group.append(item)
+        run.append(item)
+        total += m.tokens
+        kept += 1
+        if total <= limit and moved is None:
+            totals[step] = total
+            kept_counts[step] = kept
+            step += 1
+            continue
+        # A compaction: peak is History's total_before (before the pin_moved drop, if any).
+        peak = total
+        trigger = TRIGGER_LIMIT
+        if moved is None:
+            dropped = []
+        else:
+            peak += moved[1].tokens
+            if total <= limit:
+                trigger = TRIGGER_PIN_MOVED
+            dropped = [(moved, PIN_MOVED)]
+            moved = None
+        unordered = False
+        # History._compact: drop from the oldest end until the total fits the goal.
+        while total > goal and run:
+            x = popleft()
+            seq = x[0]
+            if dead and seq in dead:
+                dead.discard(seq)
+                continue
+            if x is latest_user:
+                head_user = x
+                continue
+            d = x[1]
+            if pin_system and d.role == "system":
+                head.append(x)
+                continue
+            t = d.tokens
+            frontier = seq
+            total -= t
+            kept -= 1
+            dropped.append((x, TOO_BIG if t > goal else OVER_LIMIT))
+            if group_of and seq in group_of:
+                total, kept = _drop_group(d, group_of.pop(seq), groups, dead, total, kept, dropped)
+                unordered = True
+        if start_on_user and head_user is None:
+            # Then leading non-system messages go until a user message leads.
+            i = 0
+            while i < len(run):
+                x = run[i]
+                seq = x[0]
+                if dead and seq in dead:
+                    if i == 0:
+                        popleft()
+                        dead.discard(seq)
+                    else:
+                        i += 1
+                    continue
+                role = x[1].role
+                if role == "user":
+                    break
+                if role == "system":
+                    if i == 0 and pin_system:
+                        popleft()
+                        head.append(x)
+                    else:
+                        i += 1
+                    continue
+                # A leading non-system, non-user message: it goes, with the unpinned system
+                # messages before it. (This pass stops at the first user message, so it never
+                # meets the latest user's pin; with pin_system on, i is always 0 here.)
+                for _ in range(i + 1):
+                    x = popleft()
+                    seq = x[0]
+                    d = x[1]
+                    if dead and seq in dead:
+                        dead.discard(seq)
+                    else:
+                        frontier = seq
+                        total -= d.tokens
+                        kept -= 1
+                        dropped.append((x, START_ON_USER))
+                        if group_of and seq in group_of:
+                            total, kept = _drop_group(d, group_of.pop(seq), groups, dead, total, kept, dropped)
+                            unordered = True
+                i = 0
+        if dropped:
+            if unordered:
+                dropped.sort(key=_FIRST)  # by (step, message): steps are unique
+            append_record((step, m.id, trigger, peak, total, dropped, None))
+        totals[step] = total
+        kept_counts[step] = kept
+        step += 1
+    return totals, kept_counts, _policy_context(head, head_user, run, dead)
+
+
+def _drop_group(
+    call: Message, group: list, groups: dict[str, list], dead: set[int], total: int, kept: int, dropped: list
+) -> tuple[int, int]:
+    """The rest of ``History._drop_unit`` for a dropped assistant message heading ``group`` (its
+    tool results): its call ids are forgotten (unless a newer kept message declared the same id)
+    and its results are marked dead and dropped (reason ``tool_group``; all are still kept: a
+    result only ever leaves with its call). Returns the new total and kept count. O(results)."""
+    for call_id in call.tool_call_ids:
+        if groups.get(call_id) is group:
+            del groups[call_id]
+    for r in group:
+        dead.add(r[0])
+        total -= r[1].tokens
+        kept -= 1
+        dropped.append((r, TOOL_GROUP))
+    return total, kept
+
+
+def _policy_context(head: list[tuple], head_user: tuple | None, run: deque[tuple], dead: set[int]) -> tuple[Message, ...]:
+    """The final context of :func:`_walk_policies`, as ``History.context`` builds it (no summary):
+    the passed-over pins and the live run, in step order. O(kept log kept) at worst."""
+    if head_user is not None:
+        head = sorted([*head, head_user], key=_FIRST)
+    items = [x for x in run if x[0] not in dead] if dead else list(run)
+    if head and items and items[0][0] < head[-1][0]:  # a pin that rejoined the run
+        items = sorted([*head, *items], key=_FIRST)
+    else:
+        items = [*head, *items]
+    return tuple(map(_SECOND, items))
+
+
 def context_at(
     messages: Sequence[Message],
     settings: HistorySettings,
@@ -805,8 +1025,10 @@ def sweep_limits(
     Each row's stats equal ``replay(messages, settings_for_that_limit).stats`` exactly, but no
     per-step arrays or records are built: the messages are validated once, then each limit runs
     a stats-only pass. With no pin, group or summary policy on (the base rule, with or without a
-    target) that pass is a two-pointer walk over the token counts (no History at all); otherwise
-    it drives a History and folds each compaction into running sums.
+    target) that pass is a two-pointer walk over the token counts (no History at all); with pins,
+    tool groups or start_on_user and no summaries or clearing it is replay's policy walk; with
+    summaries alone, replay's summary walk; otherwise it drives a History. Each folds every
+    compaction into running sums.
 
     Complexity: O(len(limits) * n) plus History's own cost per add when a policy is on; O(n)
     memory (the token counts). A summary budget larger than a swept target is clipped to it.
@@ -976,6 +1198,16 @@ def _history_stats(
         history._summarizer._defer()
         records: deque[tuple] = deque()
         totals, _kept, _summary, _lo = _walk_summaries(messages, history, records, [])
+        for raw in records:
+            current[0] = raw[0]
+            sink(raw)
+        total_sum = sum(totals)
+        max_total = max(totals, default=0)
+        over = sum(1 for t in totals if t > limit)
+    elif _policy_walk_applies(history):
+        # Pins, tool groups and start_on_user without summaries or clearing: replay's walk.
+        records = deque()
+        totals, _kept, _context = _walk_policies(messages, history, records)
         for raw in records:
             current[0] = raw[0]
             sink(raw)
