@@ -967,7 +967,9 @@ def _drop_group(
     return total, kept
 
 
-def _policy_context(head: list[tuple], head_user: tuple | None, run: deque[tuple], dead: set[int]) -> tuple[Message, ...]:
+def _policy_context(
+    head: list[tuple], head_user: tuple | None, run: deque[tuple], dead: set[int]
+) -> tuple[Message, ...]:
     """The final context of :func:`_walk_policies`, as ``History.context`` builds it (no summary):
     the passed-over pins and the live run, in step order. O(kept log kept) at worst."""
     if head_user is not None:
