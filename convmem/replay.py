@@ -181,7 +181,7 @@ class CompactionLog(Sequence[Compaction]):
     are plain tuples (one entry per record) for charts, ``summary_events`` the summarizer outcomes;
     indexing builds (and keeps) one Compaction. O(1) per access (plus the record's drops).
 
-    Storage is columnar: one tuple per field and three flat columns for every dropped message (its
+    Storage is columnar: one tuple per field and three flat lists for every dropped message (its
     add step, the message, the reason), sliced per record by offsets. A cached replay then holds a
     few dozen container objects for its records instead of four per dropped message, so Python's
     cyclic GC, which walks every container object at each full collection, does not slow every
@@ -216,12 +216,14 @@ class CompactionLog(Sequence[Compaction]):
             self.message_ids: tuple[str, ...] = tuple(r[1] for r in raw)
         else:
             # C-level unzipping: the records' seven fields, then ((seq, message), reason) pairs ->
-            # three flat columns (tuples).
+            # three flat columns.
             steps, ids, triggers, before, after, dropped, events = zip(*raw) if raw else ((),) * 7
             counts = list(map(len, dropped))
             pairs = list(chain.from_iterable(dropped))
-            items, reasons = zip(*pairs) if pairs else ((), ())
-            seqs, messages = zip(*items) if items else ((), ())
+            items = list(map(_FIRST, pairs))
+            seqs = list(map(_FIRST, items))
+            messages = list(map(_SECOND, items))
+            reasons = list(map(_SECOND, pairs))
             self.steps, self.message_ids, self.triggers = steps, ids, triggers
             self.totals_before, self.totals_after, self._events = before, after, events
         starts = [0, *accumulate(counts)]
