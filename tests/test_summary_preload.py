@@ -67,10 +67,10 @@ def test_walk_equals_history_per_add(monkeypatch, case, block):
     assert calls[0] == sum(e.summary is not None for e in want.compactions if e.dropped)
 
 
-def test_walk_covers_refused_summaries_and_the_line_cache(monkeypatch):
-    """A summary refused (budget 0: even the header is over it) sends the next call through the
-    plain path (the lines appended ahead dropped, the previous summary read back); a second replay
-    reads every line from the process-wide cache. Both equal History per add."""
+def test_walk_cold_then_warm_and_all_refused(monkeypatch):
+    """A long conversation, the lines made and counted in blocks (cold), then read from the
+    process-wide cache (warm); and a budget under the header's tokens (every summary refused).
+    All equal History per add."""
     from convmem.synthetic import generate_conversation
 
     monkeypatch.setattr(summarizers, "PRELOAD_BLOCK", 16)
@@ -78,12 +78,58 @@ def test_walk_covers_refused_summaries_and_the_line_cache(monkeypatch):
     count = COUNTERS["cl100k_base"]
     for s in (HistorySettings(900, summary_budget=0), HistorySettings(900, 700, summary_budget=150),
               HistorySettings(400, summary_budget=400)):
+        summarizers._LINE_CACHE.clear()
+        summarizers._LINE_KEPT.clear()
         for _ in range(2):  # cold, then the line cache warm
             got = replay(msgs, s, count_tokens=count)
             want = reference_replay(msgs, s, count)
             assert_same(got, want)
             assert got.stats.summaries_accepted + got.stats.summaries_rejected > 20
     assert replay(msgs, HistorySettings(900, summary_budget=0)).stats.summaries_rejected > 20
+
+
+@st.composite
+def call_plans(draw):
+    """Calls over one message list: each a range (contiguous with the last one or not) and the
+    previous summary to pass (None, the one made last, or an earlier one: History refused the
+    last)."""
+    msgs = draw(messages())
+    plan, at = [], 0
+    for _ in range(draw(st.integers(1, 12))):
+        first = draw(st.one_of(st.just(at), st.integers(0, len(msgs) - 1)))
+        stop = draw(st.integers(first + 1, len(msgs)))
+        plan.append((first, stop, draw(st.sampled_from(["none", "last", "earlier"]))))
+        at = stop if stop < len(msgs) else 0
+    return msgs, plan, draw(st.integers(0, 80)), draw(st.sampled_from(sorted(COUNTERS)))
+
+
+@settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(call_plans(), st.sampled_from([1, 2, 64]))
+def test_call_range_equals_the_plain_call(monkeypatch, plan, block):
+    """_call_range(previous, first, stop) is self(previous, messages[first:stop]): the same
+    summaries (ids, tokens, texts) for any order of ranges and any previous summary, including
+    the ones the walk never makes (a range not where the last ended, a refused summary's
+    predecessor), which take the plain path."""
+    monkeypatch.setattr(summarizers, "PRELOAD_BLOCK", block)
+    msgs, calls, budget, counter = plan
+    fast = ExtractiveSummarizer(max_tokens=budget, count_tokens=COUNTERS[counter])
+    plain = ExtractiveSummarizer(max_tokens=budget, count_tokens=COUNTERS[counter])
+    fast._defer()
+    plain._defer()
+    fast._preload(msgs)
+    made: dict[str, list] = {"fast": [], "plain": []}
+    for first, stop, which in calls:
+        for name, s in (("fast", fast), ("plain", plain)):
+            seen = made[name]
+            previous = {"none": None, "last": seen[-1] if seen else None,
+                        "earlier": seen[-2] if len(seen) > 1 else None}[which]
+            seen.append(s._call_range(previous, first, stop) if name == "fast" else s(previous, msgs[first:stop]))
+    assert [(m.id, m.tokens) for m in made["fast"]] == [(m.id, m.tokens) for m in made["plain"]]
+    texts = {name: [summarizers._span_text(s._spans(), k) for k in range(s.calls)] for name, s in
+             (("fast", fast), ("plain", plain))}
+    assert texts["fast"] == texts["plain"]
+    for m, text in zip(made["plain"], texts["plain"]):
+        assert m.tokens == COUNTERS[counter](text)  # each summary's exact count
 
 
 def test_walk_log_holds_only_summarized_lines():
