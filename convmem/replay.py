@@ -19,7 +19,6 @@ from __future__ import annotations
 
 import gc
 from array import array
-from bisect import bisect_left, bisect_right
 from collections import deque
 from collections.abc import Sequence
 from dataclasses import dataclass, field, replace
@@ -645,72 +644,69 @@ def _walk_summaries(
     limit drops from ``lo`` while the total is over the goal (target - summary budget) plus the
     summary's tokens, hands the dropped messages to the summarizer and accepts its summary unless
     it is over the budget or would bring the total over the limit (History._summarize,
-    _remove_summary; the same reasons, word for word). O(n) plus the summarizer; no per-add
-    method call. tests/test_replay_reference.py and tests/test_summary_log.py check it against
-    History (the per-add reference replay).
+    _remove_summary; the same reasons, word for word). O(n) plus the summarizer, which takes each
+    run of dropped messages as a slice of ``messages`` (ExtractiveSummarizer._preload /
+    _call_range: their lines appended ahead in blocks); no per-add method call.
+    tests/test_replay_reference.py, tests/test_summary_log.py and tests/test_summary_preload.py
+    check it against History (the per-add reference replay).
     """
     n = len(messages)
     totals = [0] * n
     kept = [0] * n
     limit, goal, budget = h._limit, h._goal, h._budget
     h._summarizer._preload(messages)
-    summarize = h._summarizer._call_range  # the dropped messages as a slice of `messages`
-    cum = list(accumulate(map(_TOKENS, messages), initial=0))  # cum[k]: tokens of messages[:k]
+    summarize = h._summarizer._call_range  # each run of dropped messages as a slice of `messages`
     summary: Message | None = None
     s_tokens = 0
+    total = 0
     lo = 0
     append = records.append
     step = 0
-    while step < n:
-        # The adds up to the next one over the limit change nothing but the total: filled at once.
-        over = bisect_right(cum, limit - s_tokens + cum[lo], step + 1) - 1
-        has = summary is not None
-        totals[step:over] = map((cum[lo] - s_tokens).__rsub__, cum[step + 1 : over + 1])
-        kept[step:over] = range(step + 1 - lo + has, over + 1 - lo + has)
-        if over == n:
-            break
-        step, m = over, messages[over]
-        peak = total = cum[step + 1] - cum[lo] + s_tokens
-        first = lo
-        # drop from lo while the total is over the goal plus the summary (at most through step)
-        lo = bisect_left(cum, cum[step + 1] - goal, lo, step + 1)
-        total = cum[step + 1] - cum[lo] + s_tokens
-        event = None
-        dropped: list = []
-        if lo > first:
-            gone = messages[first:lo]
-            dropped = [((first + k, d), TOO_BIG if d.tokens > goal else OVER_LIMIT) for k, d in enumerate(gone)]
-            new = summarize(summary, first, lo)
-            if new.tokens > budget:
-                event = SummaryEvent(False, new.id, new.tokens, budget, reason=(
-                    f"summary has {new.tokens} tokens, over the summary_budget of {budget}"))
-            elif total - s_tokens + new.tokens > limit:
-                event = SummaryEvent(False, new.id, new.tokens, budget, reason=(
-                    f"summary has {new.tokens} tokens; with the pinned messages the total would be "
-                    f"{total - s_tokens + new.tokens}, over the limit of {limit}"))
-            else:
-                total += new.tokens - s_tokens
-                event = SummaryEvent(True, new.id, new.tokens, budget,
-                                     replaced_id=summary.id if summary is not None else None)
-                summary, s_tokens = new, new.tokens
-        if summary is not None and total > limit:
-            why = (
-                f"summary {summary.id!r} removed: the pinned messages leave no room for its "
-                f"{summary.tokens} tokens under the limit of {limit}"
-            )
-            if event is None:
-                event = SummaryEvent(False, summary.id, summary.tokens, budget, reason=why, removed_id=summary.id)
-            else:
-                event = SummaryEvent(event.accepted, event.id, event.tokens, event.budget,
-                                     replaced_id=event.replaced_id,
-                                     reason=f"{event.reason}; {why}" if event.reason else why,
-                                     removed_id=summary.id)
-            total -= s_tokens
-            summary, s_tokens = None, 0
-        if dropped or event is not None:
-            append((step, m.id, TRIGGER_LIMIT, peak, total, dropped, event))
-            if event is not None and event.accepted:
-                summaries.append(summary)
+    for m in messages:
+        total += m.tokens
+        if total > limit:
+            peak = total
+            first = lo
+            stop_at = goal + s_tokens
+            while total > stop_at and lo <= step:
+                total -= messages[lo].tokens
+                lo += 1
+            event = None
+            dropped: list = []
+            if lo > first:
+                gone = messages[first:lo]
+                dropped = [((first + k, d), TOO_BIG if d.tokens > goal else OVER_LIMIT) for k, d in enumerate(gone)]
+                new = summarize(summary, first, lo)
+                if new.tokens > budget:
+                    event = SummaryEvent(False, new.id, new.tokens, budget, reason=(
+                        f"summary has {new.tokens} tokens, over the summary_budget of {budget}"))
+                elif total - s_tokens + new.tokens > limit:
+                    event = SummaryEvent(False, new.id, new.tokens, budget, reason=(
+                        f"summary has {new.tokens} tokens; with the pinned messages the total would be "
+                        f"{total - s_tokens + new.tokens}, over the limit of {limit}"))
+                else:
+                    total += new.tokens - s_tokens
+                    event = SummaryEvent(True, new.id, new.tokens, budget,
+                                         replaced_id=summary.id if summary is not None else None)
+                    summary, s_tokens = new, new.tokens
+            if summary is not None and total > limit:
+                why = (
+                    f"summary {summary.id!r} removed: the pinned messages leave no room for its "
+                    f"{summary.tokens} tokens under the limit of {limit}"
+                )
+                if event is None:
+                    event = SummaryEvent(False, summary.id, summary.tokens, budget, reason=why, removed_id=summary.id)
+                else:
+                    event = SummaryEvent(event.accepted, event.id, event.tokens, event.budget,
+                                         replaced_id=event.replaced_id,
+                                         reason=f"{event.reason}; {why}" if event.reason else why,
+                                         removed_id=summary.id)
+                total -= s_tokens
+                summary, s_tokens = None, 0
+            if dropped or event is not None:
+                append((step, m.id, TRIGGER_LIMIT, peak, total, dropped, event))
+                if event is not None and event.accepted:
+                    summaries.append(summary)
         totals[step] = total
         kept[step] = step + 1 - lo + (summary is not None)
         step += 1
@@ -880,7 +876,6 @@ def _check_messages(messages: Sequence[Message]) -> None:
 
 
 _ID = attrgetter("id")
-_TOKENS = attrgetter("tokens")
 _FIRST = itemgetter(0)
 _SECOND = itemgetter(1)
 
