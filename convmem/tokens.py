@@ -513,6 +513,9 @@ class _BaseCounter(ABC):
         """``[count_text(t) for t in texts]``: tokens of each text, in order, in one call (for
         many short texts, e.g. a replay's summary lines). O(total length).
 
+        >>> make_counter().count_texts(["Hello, world!", "", "Hello"])
+        [4, 0, 1]
+
         Raises:
             TypeError: a text is not a str.
         """

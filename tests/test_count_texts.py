@@ -8,10 +8,10 @@ from hypothesis import strategies as st
 
 from convmem.tokens import ApproxCounter, make_counter
 
+CHUNKED = make_counter()
+CHUNKED.chunk_chars = 16  # texts over chunk_chars take count_text's chunked path
 COUNTERS = [make_counter(), make_counter(encoding="o200k_base"), make_counter(per_message_overhead=0),
-            ApproxCounter(), make_counter(approximate=True), make_counter(encoding="cl100k_base")]
-for c in COUNTERS[-1:]:
-    c.chunk_chars = 16  # texts over chunk_chars take count_text's chunked path
+            ApproxCounter(), make_counter(approximate=True), CHUNKED]
 
 TEXTS = st.lists(st.text(alphabet=st.characters(exclude_categories=("Cs",)), max_size=80), max_size=30)
 
