@@ -3,6 +3,14 @@ whole summary text counted at every compaction, every line of the previous summa
 
     .venv/bin/python benchmarks/bench_summaries.py [--n 20000] [--old path/to/old_summarizers.py]
         [--replay-only]
+    .venv/bin/python benchmarks/bench_summaries.py --before REF [--n 100000] [--repeat 3]
+
+``--before REF`` (e.g. ``main``): replay() with summaries, this tree's convmem against REF's
+(``git archive REF convmem`` imported as a second package, ``convmem_before``, in this process),
+interleaved: CPU seconds of a first replay (process-wide line caches emptied, as a new process)
+and of the next limits (caches warm, as each limit step on the Token budget page), each with no
+other policy (replay's walk) and with all four policies (History.add), and the ratios. The
+summaries' ids, tokens and texts and the records are checked equal. Prints nothing else.
 
 Both run in this process, interleaved, on the same synthetic conversation (convmem.synthetic,
 seed 7) and settings (limit 32,000 tokens, summary budget 3,000 tokens: the Token budget page's
@@ -141,13 +149,78 @@ def walk_rows(messages, repeat: int, limit: int = 32_000, budget: int = 3_000) -
         print(f"  {label:<24} History.add {h:6.3f} s   walk {w:6.3f} s   ({h / w:4.1f}x)")
 
 
+def import_before(ref: str) -> None:
+    """Import REF's convmem package as ``convmem_before`` from a temporary copy (its modules
+    import each other relatively, so the copy is a package of its own)."""
+    import subprocess
+    import tarfile
+    import tempfile
+
+    tmp = Path(tempfile.mkdtemp(prefix="convmem_before_"))
+    blob = subprocess.run(["git", "-C", str(ROOT), "archive", ref, "convmem"], check=True, capture_output=True).stdout
+    path = tmp / "convmem.tar"
+    path.write_bytes(blob)
+    with tarfile.open(path) as tar:
+        tar.extractall(tmp, filter="data")
+    (tmp / "convmem").rename(tmp / "convmem_before")
+    sys.path.insert(0, str(tmp))
+    importlib.import_module("convmem_before")
+
+
+def _summary_outputs(r) -> tuple:
+    """What a replay with summaries shows: its records, the summaries' ids, tokens and texts."""
+    events = [(c.step, c.total_before, c.total_after, c.dropped, c.summary) for c in r.compactions]
+    return events, [(m.id, m.tokens, m.content) for m in r.summaries], r.totals
+
+
+def before_rows(ref: str, n: int, repeat: int, limit: int = 32_000, budget: int = 3_000) -> None:
+    """replay() with summaries, this tree against REF (see the module docstring), CPU seconds."""
+    import_before(ref)
+    mod = sys.modules
+    packages = {k: (mod[f"{name}.replay"], mod[f"{name}.summarizers"])
+                for k, name in (("before", "convmem_before"), ("now", "convmem"))}
+    convs = {k: mod[f"{name}.synthetic"].generate_conversation(n, seed=7).messages
+             for k, name in (("before", "convmem_before"), ("now", "convmem"))}
+    for name in ("convmem_before", "convmem"):
+        mod[f"{name}.tokens"].default_counter().count_text("warm up")
+    limits = [limit - 1_000 * k for k in range(repeat + 1)]
+    print(f"replay() with summaries, {n:,} synthetic messages, budget {budget:,} tokens: {ref} against this tree"
+          f" (CPU s, medians of {repeat})", flush=True)
+    for name, policies in (("no other policy (walk)", {}),
+                           ("all four policies (History.add)", dict(pin_system=True, pin_latest_user=True,
+                                                                     keep_tool_groups=True, start_on_user=True))):
+        times: dict[str, list[float]] = {}
+        outputs: dict[str, list] = {"before": [], "now": []}
+        for _ in range(repeat):
+            for key, (rp, sm) in packages.items():
+                for cache in (sm._LINE_MEMOS, sm._LINE_CACHE, sm._LINE_KEPT, sm._CLIP_MEMOS):
+                    cache.clear()
+                for i, lim in enumerate(limits):
+                    settings = rp.HistorySettings(lim, summary_budget=budget, **policies)
+                    t0 = time.process_time()
+                    r = rp.replay(convs[key], settings)
+                    times.setdefault(f"{key} {'first' if i == 0 else 'warm'}", []).append(time.process_time() - t0)
+                    if len(outputs[key]) < len(limits):
+                        outputs[key].append(_summary_outputs(r))
+        med = {k: statistics.median(v) for k, v in times.items()}
+        same = all(repr(a) == repr(b) for a, b in zip(outputs["before"], outputs["now"]))
+        print(f"  {name}: equal outputs at {len(limits)} limits: {same}")
+        for kind in ("first", "warm"):
+            b, a = med[f"before {kind}"], med[f"now {kind}"]
+            print(f"    {kind:<6} before {b:6.3f} s   now {a:6.3f} s   ({b / a:4.1f}x)", flush=True)
+
+
 def main() -> None:
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     p.add_argument("--n", type=int, default=20_000, help="messages")
     p.add_argument("--old", default="/tmp/old_summarizers.py", help="the old summarizers.py")
     p.add_argument("--repeat", type=int, default=3)
     p.add_argument("--replay-only", action="store_true", help="only the replay() rows (deferred summaries)")
+    p.add_argument("--before", metavar="REF", help="only: replay() with summaries, REF's convmem against this one")
     args = p.parse_args()
+    if args.before:
+        before_rows(args.before, args.n, args.repeat)
+        return
     old = load_old(args.old)
     default_counter().count_text("warm up")
     msgs = generate_conversation(args.n, seed=7).messages

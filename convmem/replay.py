@@ -650,15 +650,18 @@ def _walk_summaries(
     limit drops from ``lo`` while the total is over the goal (target - summary budget) plus the
     summary's tokens, hands the dropped messages to the summarizer and accepts its summary unless
     it is over the budget or would bring the total over the limit (History._summarize,
-    _remove_summary; the same reasons, word for word). O(n) plus the summarizer; no per-add
-    method call. tests/test_replay_reference.py and tests/test_summary_log.py check it against
-    History (the per-add reference replay).
+    _remove_summary; the same reasons, word for word). O(n) plus the summarizer, which takes each
+    run of dropped messages as a slice of ``messages`` (ExtractiveSummarizer._preload /
+    _call_range: their lines appended ahead in blocks); no per-add method call.
+    tests/test_replay_reference.py, tests/test_summary_log.py and tests/test_summary_preload.py
+    check it against History (the per-add reference replay).
     """
     n = len(messages)
     totals = [0] * n
     kept = [0] * n
     limit, goal, budget = h._limit, h._goal, h._budget
-    summarize = h._summarizer
+    h._summarizer._preload(messages)
+    summarize = h._summarizer._call_range  # each run of dropped messages as a slice of `messages`
     summary: Message | None = None
     s_tokens = 0
     total = 0
@@ -679,7 +682,7 @@ def _walk_summaries(
             if lo > first:
                 gone = messages[first:lo]
                 dropped = [((first + k, d), TOO_BIG if d.tokens > goal else OVER_LIMIT) for k, d in enumerate(gone)]
-                new = summarize(summary, gone)
+                new = summarize(summary, first, lo)
                 if new.tokens > budget:
                     event = SummaryEvent(False, new.id, new.tokens, budget, reason=(
                         f"summary has {new.tokens} tokens, over the summary_budget of {budget}"))

@@ -84,6 +84,9 @@ def _line(m: Message, max_chars: int) -> str:
 #: object per line for Python's cyclic GC to walk at every full collection.
 LINE_MEMO_SIZE = 1 << 18
 _LINE_MEMOS: dict[tuple[str, str], dict[str, int]] = {}
+#: Messages whose lines a preloaded replay appends to the log ahead of their calls, per batch
+#: (:meth:`ExtractiveSummarizer._preload`).
+PRELOAD_BLOCK = 1 << 12
 #: Clipped lines of deferred summarizers (a replay clips the line that did not fit on most
 #: calls): ``{id(line memo): {(line, room): (clipped line, tokens, tokens with "\n") or None}}``
 #: under that memo's counter, each emptied at LINE_MEMO_SIZE entries.
@@ -239,6 +242,13 @@ class ExtractiveSummarizer:
     # tokens + 1 and _pn[i] of tokens with "\n" over log[:i].
     _pe: list = field(default_factory=lambda: [0], init=False, repr=False, compare=False)
     _pn: list = field(default_factory=lambda: [0], init=False, repr=False, compare=False)
+    # Preloaded replay (_preload / _call_range): the messages whose lines are appended ahead of
+    # their calls, the log position of message 0 (message k's line is log[k + _pre_base]), the
+    # first message not yet summarized and the first not yet in the log.
+    _pre: Sequence | None = field(default=None, init=False, repr=False, compare=False)
+    _pre_base: int = field(default=0, init=False, repr=False, compare=False)
+    _pre_end: int = field(default=0, init=False, repr=False, compare=False)
+    _pre_stop: int = field(default=0, init=False, repr=False, compare=False)
 
     def __post_init__(self) -> None:
         if isinstance(self.max_tokens, bool) or not isinstance(self.max_tokens, int) or self.max_tokens < 0:
@@ -259,7 +269,9 @@ class ExtractiveSummarizer:
         self._deferred = True
 
     def _spans(self) -> tuple[list, list, array, array]:
-        """``(log, clipped oldest lines, span starts, span ends)`` for :func:`_span_text`."""
+        """``(log, clipped oldest lines, span starts, span ends)`` for :func:`_span_text` (lines
+        preloaded but not summarized yet are dropped from the log first)."""
+        self._unload()
         return self._log, self._span_top, self._span_lo, self._span_hi
 
     # -- the window ---------------------------------------------------------------------------
@@ -412,16 +424,7 @@ class ExtractiveSummarizer:
         count = self.count_tokens or _default_count()
         self.calls += 1
         if self._counted_with != count:  # bound methods compare equal, are not identical
-            self._counted_with = count
-            self._head = None
-            self._valid = False
-            memo = _own_counter_memo(count)
-            if not (self.additive if self.additive is not None else memo is not None):
-                memo = None
-            self._own = memo is not None or bool(self.additive)
-            self._memo = memo
-            owner = getattr(count, "__self__", None)
-            self._tails = memo is not None and type(owner).__name__ == "TiktokenCounter" and owner.name == "cl100k_base"
+            self._use_counter(count)
         memo = self._memo
         additive = self._own
         if self._deferred and memo is not None:
@@ -491,6 +494,75 @@ class ExtractiveSummarizer:
         self._last = out
         return out
 
+    def _use_counter(self, count) -> None:
+        """Resolve ``count`` (a new counter): its shared line memo, additivity, cl100k tails; the
+        window is read back afresh at the next call."""
+        self._counted_with = count
+        self._head = None
+        self._valid = False
+        memo = _own_counter_memo(count)
+        if not (self.additive if self.additive is not None else memo is not None):
+            memo = None
+        self._own = memo is not None or bool(self.additive)
+        self._memo = memo
+        owner = getattr(count, "__self__", None)
+        self._tails = memo is not None and type(owner).__name__ == "TiktokenCounter" and owner.name == "cl100k_base"
+
+    # -- preloaded replay (the replay's walk) -------------------------------------------------
+    def _preload(self, messages: Sequence[Message]) -> None:
+        """Prepare for :meth:`_call_range` calls over ``messages`` (deferred mode): each call's
+        dropped messages are a slice of ``messages``, and when a call's slice starts where the
+        last one ended (a replay with no summary refused), their lines are already in the log,
+        appended ahead in blocks of PRELOAD_BLOCK messages (one batched pass of line making and
+        token counting per block, see :meth:`_entries`), so the call is O(log n) plus the
+        clipped line (memoized), with no per-message work. O(1) here."""
+        if not self._deferred:
+            raise RuntimeError("ExtractiveSummarizer._preload needs deferred mode (_defer first)")
+        self._unload()
+        self._pre = messages
+        self._pre_base = len(self._log)
+        self._pre_end = self._pre_stop = 0
+
+    def _call_range(self, previous: Message | None, first: int, stop: int) -> Message:
+        """``self(previous, messages[first:stop])`` for the messages given to :meth:`_preload`
+        (``first < stop``): the same summary, recorded the same way. O(log n) amortized when
+        ``first`` is where the last call ended and ``previous`` is the summary made last (or
+        None); any other call (a refused summary, a new counter) drops the lines appended ahead
+        and runs the plain call (O(PRELOAD_BLOCK) more)."""
+        messages = self._pre
+        count = self.count_tokens or _default_count()
+        memo = self._memo
+        if (
+            memo is None or self._counted_with != count or first != self._pre_end
+            or (previous is not None and (previous is not self._last or not self._valid))
+        ):
+            self._unload()
+            out = self(previous, messages[first:stop])
+            self._pre_base = len(self._log) - stop
+            self._pre_end = self._pre_stop = stop
+            return out
+        self.calls += 1
+        base = self._pre_base
+        if previous is None:  # a window of the dropped lines only
+            self._top = None
+            self._lo = first + base
+            self._valid = True
+        if stop > self._pre_stop:
+            ahead = min(len(messages), max(stop, self._pre_stop + PRELOAD_BLOCK))
+            self._append(self._entries(messages[self._pre_stop : ahead], count, memo))
+            self._pre_stop = ahead
+        self._pre_end = stop
+        return self._close(count, memo, stop + base)
+
+    def _unload(self) -> None:
+        """Drop the lines appended ahead of their calls (the log ends at the last summarized
+        message again). O(lines dropped)."""
+        if self._pre_stop > self._pre_end:
+            end = self._pre_end + self._pre_base
+            del self._log[end:], self._tok[end:], self._nlt[end:], self._pe[end + 1 :], self._pn[end + 1 :]
+            self._pre_stop = self._pre_end
+
+    # -- deferred calls -----------------------------------------------------------------------
     def _call_spans(self, previous: Message | None, dropped: Sequence[Message], count, memo: dict) -> Message:
         """One call in deferred mode with convmem's own counters (the replay's case): the same
         summary as the eager path, from prefix sums over the log.
@@ -519,26 +591,49 @@ class ExtractiveSummarizer:
                 fresh = [ln for ln in (x.strip() for x in body.split("\n")) if ln]
                 self._append([(ln, t, self._with_newline(ln, t, count), t + 1) for ln, t in
                               ((ln, self._count(ln, count)) for ln in fresh)])
-        head = self._head
-        if head is None:
-            head = self._head = count(_HEADER)
+        self._append(self._entries(dropped, count, memo))
+        return self._close(count, memo, len(log))
+
+    def _entries(self, dropped: Sequence[Message], count, memo: dict) -> list[tuple[str, int, int, int]]:
+        """``(line, tokens, tokens with "\n", tokens + 1)`` of each message of ``dropped``, from
+        the process-wide line cache; the messages not in it get their lines made and counted in
+        one batch (texts the memo does not hold counted by the counter's ``count_texts``)."""
         if len(memo) >= LINE_MEMO_SIZE:
             memo.clear()
         line_chars = self.line_chars
         cache = _cached_lines((line_chars, id(memo)))
         entries = list(map(cache.get, map(id, dropped)))
         if None in entries:
-            for i, m in enumerate(dropped):
-                if entries[i] is None:
-                    ln = _line(m, line_chars)
-                    t = memo.get(ln)
-                    if t is None:
-                        t = memo[ln] = count(ln)
-                    entries[i] = cache[id(m)] = (ln, t, self._with_newline(ln, t, count), t + 1)
-                    _LINE_KEPT.append(m)
-        self._append(entries)
+            missing = [i for i, e in enumerate(entries) if e is None]
+            lines = [_line(dropped[i], line_chars) for i in missing]
+            for i, ln, t in zip(missing, lines, self._count_lines(lines, count, memo)):
+                m = dropped[i]
+                entries[i] = cache[id(m)] = (ln, t, self._with_newline(ln, t, count), t + 1)
+                _LINE_KEPT.append(m)
+        return entries
+
+    @staticmethod
+    def _count_lines(lines: list[str], count, memo: dict) -> list[int]:
+        """count(line) for each of ``lines`` through ``memo`` (filled with the new ones); the
+        texts it lacks are counted in one ``count_texts`` call of the counter ``count`` is bound
+        to (convmem's own counters)."""
+        tokens = list(map(memo.get, lines))
+        if None in tokens:
+            new = list(dict.fromkeys(ln for ln, t in zip(lines, tokens) if t is None))
+            memo.update(zip(new, count.__self__.count_texts(new)))
+            tokens = list(map(memo.__getitem__, lines))
+        return tokens
+
+    def _close(self, count, memo: dict, n: int) -> Message:
+        """The summary of the window ending at log position ``n`` (its lines appended): cut from
+        the oldest end to ``max_tokens`` (the first line that does not fit clipped), its exact
+        tokens from the lines' counts, recorded as a span; the Message returned (content None).
+        O(log n) plus the clipped line when it is new."""
+        log, tok, nlt = self._log, self._tok, self._nlt
+        head = self._head
+        if head is None:
+            head = self._head = count(_HEADER)
         pe, pn = self._pe, self._pn
-        n = len(log)
         lo = self._lo
         top = self._top
         max_tokens = self.max_tokens
