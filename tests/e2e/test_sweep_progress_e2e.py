@@ -31,7 +31,8 @@ pytestmark = pytest.mark.e2e
 LINK = "/token_budget?data=synthetic-100000&sweep=true&cmp=false&tmode=percent&tgt=55&pin_user=true&sw_n=12"
 #: Bounded wait: generating 10^5 messages, the page's replay, then 12 limits (two passes each).
 TIMEOUT_MS = 480_000
-BAR = re.compile(r"^Sweeping limits \(one replay per new limit\): (\d+) of 12 \(limit [\d,]+ tokens\)$")
+#: The bar's text: limits done of the grid's (at most sw_n) limits, and the last limit done.
+BAR = re.compile(r"^Sweeping limits \(one replay per new limit\): (\d+) of (\d+) \(limit [\d,]+ tokens\)$")
 
 
 def test_sweep_at_1e5_shows_a_progress_bar_then_the_rows(browser, streamlit_url, screenshot_dir):
@@ -55,9 +56,11 @@ def test_sweep_at_1e5_shows_a_progress_bar_then_the_rows(browser, streamlit_url,
     finally:
         context.close()
 
-    counts = [int(m.group(1)) for m in (BAR.match(s["text"]) for s in seen) if m]
-    assert counts, seen  # the bar was drawn, naming the limits done and the limit in work
-    assert counts == sorted(counts) and all(1 <= c <= 12 for c in counts), seen
+    bars = [(int(m.group(1)), int(m.group(2))) for m in (BAR.match(s["text"]) for s in seen) if m]
+    assert bars, seen  # the bar was drawn, naming the limits done and the last limit done
+    (total,) = {t for _, t in bars}  # one grid, of at most sw_n = 12 limits
+    counts = [done for done, _ in bars]
+    assert 2 <= total <= 12 and counts == sorted(counts) and all(1 <= c <= total for c in counts), seen
     assert all(s["questionShown"] for s in seen if BAR.match(s["text"])), seen  # over the page, not instead of it
     assert bars_left == 0  # removed once the rows are in
     assert table["cells"], table  # the sweep table drawn
