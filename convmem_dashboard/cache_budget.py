@@ -132,14 +132,20 @@ def get_stats(dataset_key: str, conv_id: str, settings: HistorySettings) -> Repl
     return get_replay(dataset_key, conv_id, settings).stats
 
 
-@st.cache_resource(show_spinner=False, max_entries=48)
+#: The sweep looks up two cached rows per limit on every rerun with it open (~40): Streamlit's
+#: generic hashing of these frozen dataclasses (field by field, through ``dataclasses.asdict``)
+#: cost ~1 ms per lookup; their ``repr`` names every field exactly and costs microseconds.
+_BY_REPR = {HistorySettings: repr, CachePricing: repr}
+
+
+@st.cache_resource(show_spinner=False, max_entries=48, hash_funcs=_BY_REPR)
 def get_limit_run(dataset_key: str, conv_id: str, settings: HistorySettings) -> LimitRun:
     """One limit of the sweep (``settings`` already at that limit): one replay, kept as its stats
     and two int arrays (~8 bytes per message; read-only, shared). O(n) plus History's cost."""
     return limit_run(conversation(dataset_key, conv_id).messages, settings)
 
 
-@st.cache_data(show_spinner=False, max_entries=1024)
+@st.cache_data(show_spinner=False, max_entries=1024, hash_funcs=_BY_REPR)
 def get_limit_stats(dataset_key: str, conv_id: str, settings: HistorySettings) -> ReplayStats:
     """The stats of one limit of the sweep (``settings`` already at that limit): the
     convmem.sweep_limits row, by its stats-only pass (no replay arrays; ~0.05-0.2 s per 10^5
@@ -147,7 +153,7 @@ def get_limit_stats(dataset_key: str, conv_id: str, settings: HistorySettings) -
     return sweep_limits(conversation(dataset_key, conv_id).messages, settings, [settings.limit])[0].stats
 
 
-@st.cache_data(show_spinner=False, max_entries=1024)
+@st.cache_data(show_spinner=False, max_entries=1024, hash_funcs=_BY_REPR)
 def get_limit_cost(dataset_key: str, conv_id: str, settings: HistorySettings, pricing: CachePricing) -> CostSweepRow:
     """One limit of the sweep priced: the run's requests through the prompt cache (O(n), ~50 ms
     per 10^5 messages; the run itself is reused across prices)."""
@@ -163,7 +169,8 @@ def get_sweep_rows(
     Every limit is cached on its own (keyed by the settings at that limit), so only limits never
     seen under these settings cost anything: the stats pass, plus for the priced row one replay
     (~0.3-1 s per 10^5 messages) that later prices reuse. While they run, a progress bar
-    (:class:`StepProgress`, drawn in place after 0.3 s) counts the limits done.
+    (:class:`StepProgress`, drawn in place after 0.3 s) counts the limits done, and is removed
+    when they are. Raises what convmem.replay raises for settings History refuses at a limit.
     """
     stats, costs = [], [] if pricing is not None else None
     with StepProgress(len(limits), "Sweeping limits (one replay per new limit)") as progress:
