@@ -16,19 +16,21 @@ from array import array
 from collections.abc import Sequence
 from dataclasses import dataclass
 
+import numpy as np
+
 from convmem import (
     CachePricing,
+    CacheTotals,
     CostSweepRow,
     HistorySettings,
     Message,
     ReplayStats,
     SweepRow,
-    cache_accounting,
     replay,
     unchanged_prefix_tokens,
 )
 
-__all__ = ["LimitRun", "SweepRows", "limit_run", "cost_row"]
+__all__ = ["LimitRun", "SweepRows", "limit_run", "cache_totals", "cost_row"]
 
 #: Largest value an ``array('i')`` holds; larger token counts are kept as ``'q'``.
 _INT32_MAX = 2**31 - 1
@@ -71,8 +73,27 @@ def limit_run(messages: Sequence[Message], settings: HistorySettings) -> LimitRu
     return LimitRun(settings, r.stats, _compact(r.totals), _compact(unchanged_prefix_tokens(r)))
 
 
+def cache_totals(sent: array, prefix: array, pricing: CachePricing) -> CacheTotals:
+    """``convmem.cache_accounting(sent, prefix, pricing).totals``, vectorized: the same rule per
+    request (served prefix: 0 under ``min_cacheable``, else rounded down to ``increment``; a request
+    of at least ``min_cacheable`` tokens writes the rest) summed with numpy, and the same price
+    formula on the same int sums, so the totals are equal, cost included (tests/test_sweep_rows.py).
+
+    For a replay's own arrays (each prefix in [0, sent]; not re-checked). O(n), a few ms per 10^5
+    requests against ~50 ms for cache_accounting's per-request tuples.
+    """
+    s = np.frombuffer(sent, dtype=sent.typecode).astype(np.int64)
+    p = np.frombuffer(prefix, dtype=prefix.typecode).astype(np.int64)
+    low = pricing.min_cacheable
+    cached = np.where((p < low) | (p <= 0), 0, p - p % pricing.increment)
+    written = np.where((s >= low) & (s > 0), s - cached, 0)
+    tc, tw, total = int(cached.sum()), int(written.sum()), int(s.sum())
+    tu = total - tc - tw
+    cost = (tc * pricing.cached_per_mtok + tw * pricing.write_per_mtok + tu * pricing.input_per_mtok) / 1e6
+    return CacheTotals(len(s), tc + tw + tu, tc, tw, tu, cost)
+
+
 def cost_row(run: LimitRun, pricing: CachePricing) -> CostSweepRow:
-    """The :func:`convmem.sweep_limit_costs` row of this limit under ``pricing`` (O(n)). Raises
-    TypeError when ``pricing`` is not a CachePricing."""
-    cache = cache_accounting(run.sent, run.prefix, pricing)
-    return CostSweepRow(run.settings.limit, run.settings.target, run.stats, cache.totals)
+    """The :func:`convmem.sweep_limit_costs` row of this limit under ``pricing`` (O(n))."""
+    totals = cache_totals(run.sent, run.prefix, pricing)
+    return CostSweepRow(run.settings.limit, run.settings.target, run.stats, totals)

@@ -4,6 +4,7 @@ convmem.sweep_limit_costs) on the sample conversations, and at_limit keeps the s
 
 from __future__ import annotations
 
+from array import array
 from pathlib import Path
 
 import pytest
@@ -13,13 +14,15 @@ from hypothesis import strategies as st
 from convmem import (
     ANTHROPIC_SONNET,
     OPENAI_GPT,
+    CachePricing,
     HistorySettings,
+    cache_accounting,
     load_conversations,
     sweep_limit_costs,
     sweep_limits,
 )
 from convmem_dashboard import cache_budget as cb
-from convmem_dashboard.sweep_rows import cost_row, limit_run
+from convmem_dashboard.sweep_rows import cache_totals, cost_row, limit_run
 
 ROOT = Path(__file__).resolve().parent.parent
 SAMPLE = ROOT / "sample_data" / "shoppers.jsonl"
@@ -73,6 +76,24 @@ def test_at_limit_is_the_old_inline_rule_and_keeps_every_other_field(limit, new,
     if moved.target is not None:
         assert moved.target <= new
     assert moved.at_limit(new) == moved  # a row keyed by the settings at its limit is that row
+
+
+@given(
+    requests=st.lists(st.tuples(st.integers(0, 2**40), st.floats(0, 1)), max_size=60),
+    typecode=st.sampled_from("iq"),
+    low=st.integers(0, 3_000),
+    increment=st.integers(1, 300),
+    prices=st.tuples(*[st.floats(0, 100, allow_nan=False)] * 3),
+)
+def test_cache_totals_equal_cache_accounting(requests, typecode, low, increment, prices):
+    """The vectorized totals equal the library's, cost included, for any requests a replay can
+    make (each prefix within its request) in either array width."""
+    cap = 2**31 - 1 if typecode == "i" else 2**40
+    sent = [min(total, cap) for total, _ in requests]
+    prefix = [int(total * share) for total, (_, share) in zip(sent, requests)]
+    pricing = CachePricing("test", *prices, min_cacheable=low, increment=increment)
+    got = cache_totals(array(typecode, sent), array(typecode, prefix), pricing)
+    assert got == cache_accounting(sent, prefix, pricing).totals
 
 
 @pytest.mark.parametrize("settings", SETTINGS, ids=repr)
