@@ -155,8 +155,8 @@ def get_limit_stats(dataset_key: str, conv_id: str, settings: HistorySettings) -
 
 @st.cache_data(show_spinner=False, max_entries=1024, hash_funcs=_BY_REPR)
 def get_limit_cost(dataset_key: str, conv_id: str, settings: HistorySettings, pricing: CachePricing) -> CostSweepRow:
-    """One limit of the sweep priced: the run's requests through the prompt cache (O(n), ~50 ms
-    per 10^5 messages; the run itself is reused across prices)."""
+    """One limit of the sweep priced: the run's requests through the prompt cache (O(n), a few ms
+    per 10^5 messages with sweep_rows.cache_totals; the run itself is reused across prices)."""
     return cost_row(get_limit_run(dataset_key, conv_id, settings), pricing)
 
 
