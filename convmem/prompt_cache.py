@@ -429,8 +429,8 @@ def sweep_limit_costs(
 ) -> list[CostSweepRow]:
     """:func:`~convmem.replay.sweep_limits` with the prompt-cache totals of each limit.
 
-    The same settings per limit (a target keeps its ratio to the limit, a summary budget is clipped
-    to the cut, clearing settings kept as they are), one :func:`~convmem.replay.replay` plus
+    The same settings per limit (:meth:`~convmem.HistorySettings.at_limit`: a target keeps its ratio
+    to the limit, a summary budget is clipped to the cut, clearing settings kept as they are), one :func:`~convmem.replay.replay` plus
     :func:`prompt_cache` per limit: O(len(limits) * n) plus History's cost. ``tool_names`` and
     ``thinking`` are passed to replay.
     """
@@ -441,15 +441,9 @@ def sweep_limit_costs(
         raise TypeError(f"sweep_limit_costs limits must be a sequence of int token limits, got {limits!r:.200}")
     rows = []
     for limit in limits:
-        target = settings.target
-        if target is not None and settings.limit:
-            target = min(limit, round(target * limit / settings.limit))
-        budget = settings.summary_budget
-        if budget is not None:
-            budget = min(budget, limit if target is None else target)
-        s = replace(settings, limit=limit, target=target, summary_budget=budget)
+        s = settings.at_limit(limit)
         result = replay(messages, s, count_tokens=count_tokens, tool_names=tool_names, thinking=thinking)
-        rows.append(CostSweepRow(limit, target, result.stats, prompt_cache(result, pricing).totals))
+        rows.append(CostSweepRow(limit, s.target, result.stats, prompt_cache(result, pricing).totals))
     return rows
 
 

@@ -134,6 +134,26 @@ class HistorySettings:
             thinking=thinking,
         )
 
+    def at_limit(self, limit: int) -> HistorySettings:
+        """These settings at another ``limit`` (tokens), as a limit sweep tries them: a target keeps
+        its ratio to the limit (rounded, at most the new limit), a summary budget is clipped to the
+        new cut (the target, else the limit); every other field (pins, groups, clearing) is kept.
+
+        O(1); no validation (:meth:`build` validates). ``at_limit(self.limit)`` is ``self`` for
+        settings whose target and budget already fit their limit.
+
+        >>> s = HistorySettings(1000, 500, pin_system=True, summary_budget=300).at_limit(400)
+        >>> s.limit, s.target, s.summary_budget, s.pin_system
+        (400, 200, 200, True)
+        """
+        target = self.target
+        if target is not None and self.limit:
+            target = min(limit, round(target * limit / self.limit))
+        budget = self.summary_budget
+        if budget is not None:
+            budget = min(budget, limit if target is None else target)
+        return replace(self, limit=limit, target=target, summary_budget=budget)
+
     @classmethod
     def all_policies(cls, limit: int, target: int | None = None, summary_budget: int | None = None) -> HistorySettings:
         """Every pin and group policy on (what most agents want)."""
@@ -1025,7 +1045,8 @@ def sweep_limits(
     tool_names=None,
     thinking=None,
 ) -> list[SweepRow]:
-    """Replay under each limit (other settings kept; a target keeps its ratio to the limit).
+    """Replay under each limit, with ``settings.at_limit(limit)`` (other settings kept; a target
+    keeps its ratio to the limit).
 
     Each row's stats equal ``replay(messages, settings_for_that_limit).stats`` exactly, but no
     per-step arrays or records are built: the messages are validated once, then each limit runs
@@ -1054,14 +1075,7 @@ def sweep_limits(
     gc.disable()  # as in replay: bulk allocation of acyclic records
     try:
         for limit in limits:
-            target = settings.target
-            if target is not None and settings.limit:
-                target = min(limit, round(target * limit / settings.limit))
-            budget = settings.summary_budget
-            cap = limit if target is None else target
-            if budget is not None:
-                budget = min(budget, cap)
-            s = replace(settings, limit=limit, target=target, summary_budget=budget)
+            s = settings.at_limit(limit)
             if plain:
                 assert tokens is not None
                 stats = _plain_stats(tokens, s)

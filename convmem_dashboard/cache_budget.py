@@ -8,6 +8,9 @@ the conversation's messages. Each computation makes one call into convmem.
   table): sharing one object beats ``st.cache_data``'s pickled copy per rerun. Callers must not
   mutate them (the page only reads).
 * ``st.cache_data`` holds small values (sweep rows, JSON text).
+* The limit sweep is cached per limit (:func:`get_sweep_rows`): a row is keyed by the settings at
+  that limit (``HistorySettings.at_limit``), so a second opening, a click on a swept limit or a
+  new price reuses every row it can, and the rows still to compute advance a progress bar.
 * The figures are cached too (``st.cache_resource``, keyed by the same plain values plus the
   window and the selection): building a plotly Figure validates every property and cost more
   than the rest of a rerun (~0.3-0.7 s each at 10^5 messages); st.plotly_chart only reads them
@@ -16,12 +19,26 @@ the conversation's messages. Each computation makes one call into convmem.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+
 import pandas as pd
 import streamlit as st
 
-from convmem import Conversation, HistorySettings, Replay, ReplayStats, SweepRow, replay, sweep_limits
+from convmem import (
+    CachePricing,
+    CostSweepRow,
+    Conversation,
+    HistorySettings,
+    Replay,
+    ReplayStats,
+    SweepRow,
+    replay,
+    sweep_limits,
+)
 
 from .data import get_dataset
+from .progress import StepProgress
+from .sweep_rows import LimitRun, SweepRows, cost_row, limit_run
 import plotly.graph_objects as go
 
 from .figures_budget import (
@@ -47,7 +64,10 @@ __all__ = [
     "get_table",
     "get_table_rows",
     "get_stats",
-    "get_sweep",
+    "get_limit_run",
+    "get_limit_stats",
+    "get_limit_cost",
+    "get_sweep_rows",
     "get_context_records",
     "message_index",
     "get_totals_figure",
@@ -112,10 +132,55 @@ def get_stats(dataset_key: str, conv_id: str, settings: HistorySettings) -> Repl
     return get_replay(dataset_key, conv_id, settings).stats
 
 
-@st.cache_data(show_spinner="Sweeping limits (one replay per limit)…", max_entries=32)
-def get_sweep(dataset_key: str, conv_id: str, settings: HistorySettings, limits: tuple[int, ...]) -> list[SweepRow]:
-    """convmem.sweep_limits over ``limits`` (len(limits) replays)."""
-    return sweep_limits(conversation(dataset_key, conv_id).messages, settings, list(limits))
+#: The sweep looks up two cached rows per limit on every rerun with it open (~40): Streamlit's
+#: generic hashing of these frozen dataclasses (field by field, through ``dataclasses.asdict``)
+#: cost ~1 ms per lookup; their ``repr`` names every field exactly and costs microseconds.
+_BY_REPR = {HistorySettings: repr, CachePricing: repr}
+
+
+@st.cache_resource(show_spinner=False, max_entries=48, hash_funcs=_BY_REPR)
+def get_limit_run(dataset_key: str, conv_id: str, settings: HistorySettings) -> LimitRun:
+    """One limit of the sweep (``settings`` already at that limit): one replay, kept as its stats
+    and two int arrays (~8 bytes per message; read-only, shared). O(n) plus History's cost."""
+    return limit_run(conversation(dataset_key, conv_id).messages, settings)
+
+
+@st.cache_data(show_spinner=False, max_entries=1024, hash_funcs=_BY_REPR)
+def get_limit_stats(dataset_key: str, conv_id: str, settings: HistorySettings) -> ReplayStats:
+    """The stats of one limit of the sweep (``settings`` already at that limit): the
+    convmem.sweep_limits row, by its stats-only pass (no replay arrays; ~0.05-0.2 s per 10^5
+    messages). A few ints: cached long after the runs are evicted."""
+    return sweep_limits(conversation(dataset_key, conv_id).messages, settings, [settings.limit])[0].stats
+
+
+@st.cache_data(show_spinner=False, max_entries=1024, hash_funcs=_BY_REPR)
+def get_limit_cost(dataset_key: str, conv_id: str, settings: HistorySettings, pricing: CachePricing) -> CostSweepRow:
+    """One limit of the sweep priced: the run's requests through the prompt cache (O(n), a few ms
+    per 10^5 messages with sweep_rows.cache_totals; the run itself is reused across prices)."""
+    return cost_row(get_limit_run(dataset_key, conv_id, settings), pricing)
+
+
+def get_sweep_rows(
+    dataset_key: str, conv_id: str, settings: HistorySettings, limits: Sequence[int], pricing: CachePricing | None
+) -> SweepRows:
+    """The sweep over ``limits`` (each at ``settings.at_limit(limit)``): the stats rows and, when
+    ``pricing`` is given, the priced rows, equal to convmem.sweep_limits / sweep_limit_costs.
+
+    Every limit is cached on its own (keyed by the settings at that limit), so only limits never
+    seen under these settings cost anything: the stats pass, plus for the priced row one replay
+    (~0.3-1 s per 10^5 messages) that later prices reuse. While they run, a progress bar
+    (:class:`StepProgress`, drawn in place after 0.3 s) counts the limits done, and is removed
+    when they are. Raises what convmem.replay raises for settings History refuses at a limit.
+    """
+    stats, costs = [], [] if pricing is not None else None
+    with StepProgress(len(limits), "Sweeping limits (one replay per new limit)") as progress:
+        for done, limit in enumerate(limits, 1):
+            s = settings.at_limit(limit)
+            stats.append(SweepRow(limit, get_limit_stats(dataset_key, conv_id, s)))
+            if costs is not None:
+                costs.append(get_limit_cost(dataset_key, conv_id, s, pricing))
+            progress.done(done, f"limit {limit:,} tokens")
+    return SweepRows(stats, costs)
 
 
 @st.cache_data(show_spinner=False, max_entries=64)
@@ -182,11 +247,16 @@ def get_comparison_figure(dataset_key: str, conv_id: str, a: HistorySettings, b:
 
 
 @st.cache_resource(show_spinner=False, max_entries=8)
-def _sweep_base(dataset_key: str, conv_id: str, settings: HistorySettings, limits: tuple[int, ...]) -> dict:
-    return sweep_figure(get_sweep(dataset_key, conv_id, settings, limits), settings.limit).to_dict()
+def _sweep_base(
+    dataset_key: str, conv_id: str, settings: HistorySettings, limits: tuple[int, ...], _rows: Sequence[SweepRow]
+) -> dict:
+    return sweep_figure(list(_rows), settings.limit).to_dict()
 
 
-def get_sweep_figure(dataset_key: str, conv_id: str, settings: HistorySettings, limits: tuple[int, ...]) -> go.Figure:
-    """figures_budget.sweep_figure of the sweep over ``limits``, the current limit marked (a
-    fresh copy of the cached one: the page adds the safe limit's line to it)."""
-    return go.Figure(_sweep_base(dataset_key, conv_id, settings, limits), _validate=False)
+def get_sweep_figure(
+    dataset_key: str, conv_id: str, settings: HistorySettings, limits: Sequence[int], rows: Sequence[SweepRow]
+) -> go.Figure:
+    """figures_budget.sweep_figure of ``rows`` (:func:`get_sweep_rows` over ``limits``: cached by
+    the values that determine them), the current limit marked (a fresh copy of the cached one:
+    the page adds the safe limit's line to it)."""
+    return go.Figure(_sweep_base(dataset_key, conv_id, settings, tuple(limits), rows), _validate=False)

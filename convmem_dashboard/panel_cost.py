@@ -21,7 +21,6 @@ from convmem import (
     HistorySettings,
     PromptCache,
     cache_accounting,
-    sweep_limit_costs,
     unchanged_prefix_tokens,
 )
 
@@ -32,7 +31,7 @@ from .figures_cost import cache_steps_figure, sweep_cost_figure
 from .tables_cost import DEFAULT_PROVIDER, PRICE_KEYS, cost_table, pricing_caption, pricing_from, sweep_cost_table
 from .url_params import PARAMS
 
-__all__ = ["render", "render_sweep", "pricing_controls", "get_prefix", "get_cache", "get_sweep_costs"]
+__all__ = ["render", "render_sweep", "pricing_controls", "sweep_pricing_or_error", "get_prefix", "get_cache"]
 
 URL = "query-params"
 #: Bars drawn per panel at most (longer replays are summed over runs of steps).
@@ -50,14 +49,6 @@ def get_cache(dataset_key: str, conv_id: str, settings: HistorySettings, pricing
     """The replay's per-request cache accounting under ``pricing`` (read-only: shared)."""
     r = cb.get_replay(dataset_key, conv_id, settings)
     return cache_accounting(r.totals, get_prefix(dataset_key, conv_id, settings), pricing)
-
-
-@st.cache_data(show_spinner="Pricing each limit (one replay per limit)…", max_entries=32)
-def get_sweep_costs(
-    dataset_key: str, conv_id: str, settings: HistorySettings, limits: tuple[int, ...], pricing: CachePricing
-) -> list[CostSweepRow]:
-    """convmem.sweep_limit_costs over ``limits``."""
-    return sweep_limit_costs(cb.conversation(dataset_key, conv_id).messages, settings, list(limits), pricing)
 
 
 def _apply_preset() -> None:
@@ -177,16 +168,23 @@ def sweep_pricing() -> CachePricing:
         return pricing_from(widgets)  # a bad link value: the widgets' and the preset's values stand
 
 
-def render_sweep(
-    dataset_key: str, conv_id: str, settings: HistorySettings, limits: Sequence[int], limit: int
-) -> None:
-    """The sweep's cost: each limit priced with the cost panel's pricing (:func:`sweep_pricing`)."""
+def sweep_pricing_or_error() -> tuple[CachePricing | None, str | None]:
+    """:func:`sweep_pricing`, or None and the error to show when the values make no pricing."""
     try:
-        pricing = sweep_pricing()
+        return sweep_pricing(), None
     except (ValueError, TypeError) as exc:
-        st.error(f"These prices do not make a pricing: {exc}")
+        return None, f"These prices do not make a pricing: {exc}"
+
+
+def render_sweep(
+    rows: Sequence[CostSweepRow] | None, pricing: CachePricing | None, error: str | None, limit: int
+) -> None:
+    """The sweep's cost: each limit priced (``rows``, from cache_budget.get_sweep_rows with the
+    ``pricing`` of :func:`sweep_pricing_or_error`), or that function's ``error`` (rows and pricing
+    None) when the prices make no pricing."""
+    if rows is None or pricing is None:
+        st.error(error)
         return
-    rows = get_sweep_costs(dataset_key, conv_id, settings, tuple(limits), pricing)
     st.plotly_chart(sweep_cost_figure(rows, limit), key="sweep_cost_chart")
     st.caption(
         f"Priced as in the comparison's cost panel — {pricing_caption(pricing)} A cost that falls "
@@ -208,10 +206,9 @@ def get_clearing_sweep(
 def render_clearing_sweep(dataset_key: str, conv_id: str, settings: HistorySettings) -> None:
     """Issue 11: the sweep over clearing's trigger and keep (current clear_at_least and policies),
     each pair's tokens sent, cache breaks and price, priced as the cost panel prices."""
-    try:
-        pricing = sweep_pricing()
-    except (ValueError, TypeError) as exc:
-        st.error(f"These prices do not make a pricing: {exc}")
+    pricing, error = sweep_pricing_or_error()
+    if error is not None:
+        st.error(error)
         return
     triggers, keeps = clearing_sweep_grid(settings.limit, settings.clear_trigger, settings.clear_keep)
     rows = get_clearing_sweep(dataset_key, conv_id, settings, triggers, keeps, pricing)

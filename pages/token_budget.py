@@ -411,9 +411,11 @@ with st.expander("Limit sweep: pick a limit by eye", expanded=n <= LAZY_MESSAGES
                           help=f"Up to this many limits, evenly spaced over the slider's range and "
                           f"through the current limit; one replay each ({n:,} messages).")
         limits = sweep_grid(bounds.lo, bounds.hi, count, bounds.step, through=limit)
-        rows = cb.get_sweep(key, conv_id, settings, limits)
+        pricing, pricing_error = panel_cost.sweep_pricing_or_error()
+        swept = cb.get_sweep_rows(key, conv_id, settings, limits, pricing)  # a progress bar while new limits run
+        rows = swept.stats
         st.plotly_chart(
-            mark_safe_limit(cb.get_sweep_figure(key, conv_id, settings, limits), safe), key="sweep_pick",
+            mark_safe_limit(cb.get_sweep_figure(key, conv_id, settings, limits, rows), safe), key="sweep_pick",
             on_select=_on_sweep_pick, selection_mode="points",
         )
         st.caption(
@@ -422,7 +424,7 @@ with st.expander("Limit sweep: pick a limit by eye", expanded=n <= LAZY_MESSAGES
             "where compactions stop falling fast; click a point to use its limit."
         )
         st.dataframe(sweep_table(rows), hide_index=True, key="sweep_table", **sweep_view(len(rows)))
-        panel_cost.render_sweep(key, conv_id, settings, limits, limit)
+        panel_cost.render_sweep(swept.costs, pricing, pricing_error, limit)
         if settings.clear_trigger is not None:  # issue 11: the sweep covers clearing's trigger and keep
             panel_cost.render_clearing_sweep(key, conv_id, settings)
 

@@ -14,7 +14,7 @@ import pandas as pd
 import pytest
 from streamlit.testing.v1 import AppTest
 
-from convmem import HistorySettings, context_at, load_conversations, replay
+from convmem import HistorySettings, context_at, load_conversations, replay, sweep_limits
 from convmem_dashboard.choices import default_conversation_id
 from convmem_dashboard.tables_budget import MESSAGE_COLUMNS, limit_bounds, sweep_grid
 from apptest_support import dashboard_app, metrics, ok
@@ -270,6 +270,46 @@ def test_sweep_limits_are_evenly_spaced_through_the_current_limit(default_conv):
     row = table.set_index("limit (tokens)").loc[limit]
     r = replay(default_conv.messages, HistorySettings(limit))
     assert (row["compactions"], row["messages dropped"]) == (r.stats.compactions, r.stats.messages_dropped)
+
+
+def sweep_chart_traces(at: AppTest) -> dict[str, tuple[list, list]]:
+    """The sweep chart's traces as name -> (x, y), read from the spec sent to the browser."""
+    chart = next(c for c in at.get("plotly_chart") if "sweep_pick" in c.proto.id)
+    return {t["name"]: (t["x"], t["y"]) for t in json.loads(chart.proto.spec)["data"] if t.get("name")}
+
+
+def test_sweep_opened_shows_convmem_sweep_limits_row_for_row(default_conv):
+    """Computed per limit (cached rows, a progress bar while new ones run), the sweep still shows
+    what convmem.sweep_limits gives over the whole grid: every table column and the chart's three
+    panels, with a target (kept in % of each limit) and a pin on; and again after the sweep is
+    closed and opened, and after a click on a swept limit (rows reused)."""
+    at = open_page({"tmode": "percent", "tgt": "60", "pin_sys": "true", "cmp": "false"})  # no "sweep": the
+    for turn in ("open", "reopen", "pick"):  # link would win over the state; small: it starts open
+        ok(at)
+        limit = at.slider(key="limit").value
+        settings = HistorySettings(limit, round(limit * 60 / 100), pin_system=True)
+        table = next(d.value for d in at.dataframe if "limit (tokens)" in d.value.columns and "compactions" in d.value.columns)
+        limits = list(table["limit (tokens)"])
+        bounds = limit_bounds(default_conv.total_tokens, default_conv.messages[0].tokens)
+        assert tuple(limits) == sweep_grid(bounds.lo, bounds.hi, at.slider(key="sw_n").value, bounds.step, through=limit)
+        rows = sweep_limits(default_conv.messages, settings, limits)
+        assert table["compactions"].tolist() == [r.stats.compactions for r in rows], turn
+        assert table["tokens dropped"].tolist() == [r.stats.tokens_dropped for r in rows], turn
+        assert table["prefix changes"].tolist() == [r.stats.prefix_changes for r in rows], turn
+        assert table["mean context (tokens)"].tolist() == [round(r.stats.mean_context, 1) for r in rows], turn
+        traces = sweep_chart_traces(at)
+        assert traces["compactions"] == (limits, [r.stats.compactions for r in rows]), turn
+        assert traces["messages dropped"] == (limits, [r.stats.messages_dropped for r in rows]), turn
+        assert traces["mean context"][1] == pytest.approx([r.stats.mean_context for r in rows]), turn
+        assert sum(r.stats.compactions for r in rows) > 0
+        if turn == "open":
+            at.session_state["sweep"] = False
+            assert not any("compactions" in d.value.columns for d in ok(at.run()).dataframe)
+            at.session_state["sweep"] = True
+        elif turn == "reopen":
+            at.session_state["limit"] = limits[limits.index(limit) - 1]
+        at.run()
+    assert not at.get("progress")  # the bar is gone once the rows are in
 
 
 def test_b_policies_on_their_own_row_and_preview_columns_wide(default_conv):

@@ -17,6 +17,7 @@ from convmem import (
     prompt_cache,
     replay,
     sweep_limit_costs,
+    sweep_limits,
 )
 from convmem_dashboard.figures_cost import CACHE_COLORS, cache_steps_figure, sweep_cost_figure
 from convmem_dashboard.choices import default_conversation_id as default_conversation
@@ -211,3 +212,26 @@ def test_sweep_prices_follow_the_link_when_the_cost_panel_is_closed():
     limits = t["limit (tokens)"].tolist()
     rows = sweep_limit_costs(conv.messages, HistorySettings(at.slider(key="limit").value), limits, p)
     assert t["cost (USD)"].tolist() == [round(r.cache.cost, 4) for r in rows]
+
+
+def test_prices_that_make_no_pricing_keep_the_sweep_stats_and_say_why(monkeypatch):
+    """The sweep computes its stats rows whatever the pricing: a pricing error shows the stats
+    table and chart, then the error in place of the cost rows."""
+    from convmem_dashboard import panel_cost
+
+    def no_pricing(values):
+        raise ValueError("CachePricing.input_per_mtok must be a finite price >= 0 USD per million tokens, got -1.0")
+
+    monkeypatch.setattr(panel_cost, "pricing_from", no_pricing)
+    conv = load_sample_conv()
+    at = open_page({"cmp": "false"})
+    stats = next(d.value for d in at.dataframe if "compactions" in d.value.columns)
+    limits = stats["limit (tokens)"].tolist()
+    rows = sweep_limits(conv.messages, HistorySettings(at.slider(key="limit").value), limits)
+    assert stats["compactions"].tolist() == [r.stats.compactions for r in rows]
+    assert any("sweep_pick" in c.proto.id for c in at.get("plotly_chart"))
+    assert [e.value for e in at.error] == [
+        "These prices do not make a pricing: CachePricing.input_per_mtok must be a finite price >= 0 USD per "
+        "million tokens, got -1.0"
+    ]
+    assert not any("cost (USD)" in d.value.columns for d in at.dataframe)

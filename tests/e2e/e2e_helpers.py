@@ -237,3 +237,31 @@ TEXT_CUT_JS = """e => {
 def text_is_cut(locator) -> bool:
     """Whether a label's text is wider than the box that shows it (Streamlit cuts it with "…")."""
     return locator.evaluate(TEXT_CUT_JS)
+
+
+# An init script (``context.add_init_script(RECORD_PROGRESS_JS % json.dumps(question))``): it runs
+# before Streamlit's own code in the page and records in ``window.__progress`` every visible
+# progress indicator's text, in the order first seen, with whether ``question`` was visible then.
+# Recorded in the browser: no race with the test process over a transient element.
+RECORD_PROGRESS_JS = """
+(() => {
+  const question = %s;
+  const seen = [];
+  window.__progress = seen;
+  const visible = el => { const r = el.getBoundingClientRect(); return r.width > 0 && r.height > 0; };
+  function check() {
+    const shown = Array.from(document.querySelectorAll('[data-testid="stMarkdownContainer"]'))
+      .some(el => el.innerText.includes(question) && visible(el));
+    for (const el of document.querySelectorAll(
+        '[data-testid="stSpinner"], [data-testid="stProgress"], [data-testid="stExpanderIconSpinner"]')) {
+      if (!visible(el)) continue;
+      // a spinner's text carries its elapsed time ("... (1.2 seconds)"): keep the words only
+      const text = el.innerText.replace(/\\s*\\([\\d.]+ seconds?\\)\\s*$/, '').trim();
+      if (text && !seen.some(s => s.text === text)) seen.push({text, questionShown: shown});
+    }
+  }
+  new MutationObserver(check).observe(document, {subtree: true, childList: true, characterData: true,
+                                                 attributes: true});
+  setInterval(check, 50);
+})();
+"""

@@ -15,6 +15,7 @@ import json
 
 import pytest
 from e2e_helpers import (
+    RECORD_PROGRESS_JS,
     RUN_TIMEOUT_MS,
     VIEWPORT,
     assert_no_exception,
@@ -33,30 +34,6 @@ QUESTION = QUESTIONS["token_budget"]
 #: Bounded wait for the whole cold view (generation + replay of 10^5 messages on a loaded machine).
 COLD_TIMEOUT_MS = 240_000
 
-# Runs before Streamlit's own code in the page: every visible progress indicator's text, in the
-# order first seen, with whether the page's question was visible at that moment.
-RECORD_PROGRESS_JS = """
-(() => {
-  const question = %s;
-  const seen = [];
-  window.__progress = seen;
-  const visible = el => { const r = el.getBoundingClientRect(); return r.width > 0 && r.height > 0; };
-  function check() {
-    const shown = Array.from(document.querySelectorAll('[data-testid="stMarkdownContainer"]'))
-      .some(el => el.innerText.includes(question) && visible(el));
-    for (const el of document.querySelectorAll(
-        '[data-testid="stSpinner"], [data-testid="stProgress"], [data-testid="stExpanderIconSpinner"]')) {
-      if (!visible(el)) continue;
-      // a spinner's text carries its elapsed time ("... (1.2 seconds)"): keep the words only
-      const text = el.innerText.replace(/\\s*\\([\\d.]+ seconds?\\)\\s*$/, '').trim();
-      if (text && !seen.some(s => s.text === text)) seen.push({text, questionShown: shown});
-    }
-  }
-  new MutationObserver(check).observe(document, {subtree: true, childList: true, characterData: true,
-                                                 attributes: true});
-  setInterval(check, 50);
-})();
-"""
 
 
 def test_cold_link_shows_progress_before_the_page(browser, tmp_path, screenshot_dir):
