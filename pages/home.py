@@ -11,6 +11,7 @@ from convmem import FormatError
 from convmem_dashboard.data import (
     MAX_UPLOAD_BYTES,
     current_dataset,
+    md_escape,
     register_upload,
     upload_skipped,
 )
@@ -76,7 +77,9 @@ def _on_upload() -> None:
         )
         return
     try:
-        key = register_upload(upload.name, data, st.session_state.get("messages_path") or None)
+        # a 10^5-message file takes seconds to read: say so while it runs (the name is user text)
+        with st.spinner(f"Reading {md_escape(upload.name)} ({len(data):,} bytes)…", show_time=True):
+            key = register_upload(upload.name, data, st.session_state.get("messages_path") or None)
     except (FormatError, ValueError) as exc:
         st.session_state["upload_error"] = str(exc)
         return
