@@ -573,12 +573,16 @@ def _replay(
             # Each item's seq is its add step, which is the message's index here (no id lookup).
             changed = False
             is_summarized = event is not None and event.accepted
-            for (seq, _msg), why in dropped:
+            for (seq, msg), why in dropped:
                 dropped_at[seq] = step
                 reason[seq] = why
                 summarized[seq] = is_summarized
+                # What left the context: a cleared message's record holds its placeholder
+                # (docs/decisions.md, clearing), as History's records and sweep_limits count it.
+                dropped_tokens += msg.tokens
                 if seq < step:
                     changed = True
+            messages_dropped += len(dropped)
             if trigger != TRIGGER_ARRIVAL:
                 compactions += 1
             else:
@@ -593,11 +597,6 @@ def _replay(
                     changed = True
             if changed:
                 prefix[step] = True
-        # Counted from the columns: the original tokens (a cleared message's record holds its
-        # placeholder).
-        gone_steps = [i for i, d in enumerate(dropped_at) if d is not None]
-        messages_dropped = len(gone_steps)
-        dropped_tokens = sum(messages[i].tokens for i in gone_steps)
     summary_log = _summary_log(history, summaries)
     if final_context is None:
         final_context = tuple(history.context())

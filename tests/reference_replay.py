@@ -45,6 +45,7 @@ def reference_replay(
     accepted = rejected = 0
     summaries: list[Message] = []
     compactions = 0
+    dropped_tokens = 0
     add = history.add
     cleared_at: list[int | None] = [None] * n
     for step, m in enumerate(messages):
@@ -70,8 +71,9 @@ def reference_replay(
         _, _, trigger, _, _, dropped, event = raw_records[-1]
         changed = False
         is_summarized = event is not None and event.accepted
-        for (seq, _msg), why in dropped:
+        for (seq, msg), why in dropped:
             dropped_at[seq] = step
+            dropped_tokens += msg.tokens  # a cleared message: its placeholder (what left the context)
             reason[seq] = why
             summarized[seq] = is_summarized
             if seq < step:
@@ -90,7 +92,6 @@ def reference_replay(
             if event.removed_id is not None:
                 changed = True
         prefix[step] = changed or cleared_now
-    dropped_tokens = sum(messages[i].tokens for i in range(n) if dropped_at[i] is not None)
     stats = ReplayStats(
         compactions=compactions,
         mean_context=(sum(totals) / n) if n else 0.0,

@@ -186,6 +186,24 @@ def test_replay_marks_clearings_and_cache_breaks():
         assert row.stats == replay(msgs, HistorySettings(row.limit, clear_trigger=250, clear_keep=1)).stats
 
 
+def test_a_cleared_then_dropped_message_counts_its_placeholder():
+    """tokens_dropped counts what left the context: a tool result cleared before it was dropped
+    counts its placeholder, in replay, sweep_limits and History's records alike (docs/decisions.md,
+    "Clearing"); the freed part is in tokens_cleared. Before, replay counted the original size
+    (460 here) while sweep_limits counted 76."""
+    msgs = tool_turns(5)
+    s = HistorySettings(110, clear_trigger=150, clear_keep=1, placeholder_tokens=PH)
+    r = replay(msgs, s)
+    assert r.dropped_at == (2, 3, 4, 5, 6, 7, 8, 9, 10, None, None)
+    assert r.cleared_at == (None, None, 4, None, 6, None, 8, None, 10, None, None)
+    # u (20) and a0..a3 (4 x 10) at their size, t0..t3 cleared first: 4 x PH
+    assert r.stats.tokens_dropped == 20 + 4 * 10 + 4 * PH == 76
+    assert r.stats.tokens_cleared == 4 * (100 - PH)
+    assert sum(m.tokens for c in r.compactions for m in c.dropped) == 76
+    (row,) = sweep_limits(msgs, s, [110])
+    assert row.stats == r.stats
+
+
 # ------------------------------------------------------------------ the real retail conversations
 
 
