@@ -241,7 +241,9 @@ def text_is_cut(locator) -> bool:
 
 # An init script (``context.add_init_script(RECORD_PROGRESS_JS % json.dumps(question))``): it runs
 # before Streamlit's own code in the page and records in ``window.__progress`` every visible
-# progress indicator's text, in the order first seen, with whether ``question`` was visible then.
+# progress indicator's text, in the order first seen, with whether ``question`` was visible then,
+# and in ``window.__silent`` the longest time (seconds) the script ran with the screen frozen: no
+# DOM change at all and no progress indicator visible (a blank wait, whatever its cause).
 # Recorded in the browser: no race with the test process over a transient element.
 RECORD_PROGRESS_JS = """
 (() => {
@@ -249,19 +251,28 @@ RECORD_PROGRESS_JS = """
   const seen = [];
   window.__progress = seen;
   const visible = el => { const r = el.getBoundingClientRect(); return r.width > 0 && r.height > 0; };
+  window.__silent = 0;
+  let lastChange = performance.now();
   function check() {
     const shown = Array.from(document.querySelectorAll('[data-testid="stMarkdownContainer"]'))
       .some(el => el.innerText.includes(question) && visible(el));
+    let indicator = false;
     for (const el of document.querySelectorAll(
         '[data-testid="stSpinner"], [data-testid="stProgress"], [data-testid="stExpanderIconSpinner"]')) {
       if (!visible(el)) continue;
+      indicator = true;
       // a spinner's text carries its elapsed time ("... (1.2 seconds)"): keep the words only
       const text = el.innerText.replace(/\\s*\\([\\d.]+ seconds?\\)\\s*$/, '').trim();
       if (text && !seen.some(s => s.text === text)) seen.push({text, questionShown: shown});
     }
+    const app = document.querySelector('[data-testid="stApp"]');
+    const running = app && app.getAttribute('data-test-script-state') === 'running';
+    const now = performance.now();
+    if (!running || indicator) lastChange = now;
+    window.__silent = Math.max(window.__silent, (now - lastChange) / 1000);
   }
-  new MutationObserver(check).observe(document, {subtree: true, childList: true, characterData: true,
-                                                 attributes: true});
+  new MutationObserver(() => { lastChange = performance.now(); check(); })
+    .observe(document, {subtree: true, childList: true, characterData: true, attributes: true});
   setInterval(check, 50);
 })();
 """

@@ -3,9 +3,12 @@
 
 The link is the Token budget page on the 10^5-message synthetic conversation: the server must
 import pandas & co. for the first time, generate the conversation and replay it through History.
-The test never measures time: it records (in the browser, on every DOM change) the text of each
-spinner / status / progress bar that was visible, and whether the page's question was already on
-screen then; it waits (bounded) for the page to finish and then checks what it saw.
+The test records in the browser, on every DOM change and every 50 ms, the text of each spinner /
+status / progress bar that was visible, whether the page's question was already on screen then,
+and the longest time the script ran with a frozen screen (no DOM change, no indicator); it waits
+(bounded) for the page to finish and then checks what it saw. Whether a spinner shows at all
+depends on the machine's speed (Streamlit draws one only past 0.5 s), so the test asks for no
+frozen wait and for words on every indicator, not for a given spinner.
 benchmarks/bench_cold.py prints the timings.
 """
 
@@ -31,9 +34,16 @@ pytestmark = pytest.mark.e2e
 
 LINK = "/token_budget?data=synthetic-100000"
 QUESTION = QUESTIONS["token_budget"]
+#: The longest the script may run with the screen frozen (no change, no indicator), in seconds:
+#: Streamlit's spinner delay (0.5 s) plus a loaded machine's slack.
+MAX_SILENT_S = 3.0
+#: The indicators that may show before the page's question (dashboard.py's data picker, warm_up).
+BEFORE_THE_PAGE = (
+    "Loading the data in use: Synthetic, 100,000 messages…",
+    "Opening Token budget: loading pandas and plotly (once, after the server started)…",
+)
 #: Bounded wait for the whole cold view (generation + replay of 10^5 messages on a loaded machine).
 COLD_TIMEOUT_MS = 240_000
-
 
 
 def test_cold_link_shows_progress_before_the_page(browser, tmp_path, screenshot_dir):
@@ -55,17 +65,21 @@ def test_cold_link_shows_progress_before_the_page(browser, tmp_path, screenshot_
                 raise AssertionError(f"no finished page; progress seen: {page.evaluate('window.__progress')}")
             assert_no_exception(page)
             seen = page.evaluate("window.__progress")
+            silent = page.evaluate("window.__silent")
             metrics = metric_values(page)
             screenshot(page, screenshot_dir, "cold_progress_done")
         finally:
             context.close()
 
     texts = [s["text"] for s in seen]
-    # The first long work, before anything of the page could be drawn, was announced in words
-    # (what the browser saw at that moment, recorded there: no race with this process).
-    assert texts[0] == "Loading the data in use: Synthetic, 100,000 messages…", seen
-    assert not seen[0]["questionShown"], seen
-    # Every indicator seen names what it waits for (no bare spinner icon).
+    # Long work was never a frozen screen: whenever the script ran for a while, something moved or
+    # an indicator said what it waited for. On an idle machine the whole cold view may be quick
+    # enough that no spinner shows at all (Streamlit shows one only past 0.5 s; generating the
+    # 10^5 messages takes about that long): that is fine, a blank wait is not.
+    assert silent < MAX_SILENT_S, (silent, seen)
+    # Work announced before the page could draw its question was the data load or the first
+    # imports, each in words (no bare spinner icon).
+    assert all(s["text"] in BEFORE_THE_PAGE for s in seen if not s["questionShown"]), seen
     assert all(len(t.split()) >= 2 for t in texts), seen
     # The finished page drew its metrics (10^5 messages: counts with thousands separators).
     assert len(metrics) >= 6 and all(metrics), metrics
