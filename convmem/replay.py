@@ -139,7 +139,7 @@ class HistorySettings:
         its ratio to the limit (rounded, at most the new limit), a summary budget is clipped to the
         new cut (the target, else the limit); every other field (pins, groups, clearing) is kept.
 
-        O(1); no validation (:meth:`build` validates). ``at_limit(self.limit)`` is ``self`` for
+        O(1); no validation (:meth:`build` validates). ``at_limit(self.limit)`` equals ``self`` (a copy) for
         settings whose target and budget already fit their limit.
 
         >>> s = HistorySettings(1000, 500, pin_system=True, summary_budget=300).at_limit(400)

@@ -619,9 +619,12 @@ class ExtractiveSummarizer:
         to (convmem's own counters)."""
         tokens = list(map(memo.get, lines))
         if None in tokens:
-            new = list(dict.fromkeys(ln for ln, t in zip(lines, tokens) if t is None))
-            memo.update(zip(new, count.__self__.count_texts(new)))
-            tokens = list(map(memo.__getitem__, lines))
+            texts = list(dict.fromkeys(ln for ln, t in zip(lines, tokens) if t is None))
+            new = dict(zip(texts, count.__self__.count_texts(texts)))
+            memo.update(new)
+            # Read back from this call's own counts: the memo is shared by every thread and may
+            # be cleared (at its size cap) by another one between the update and this read.
+            tokens = [new[ln] if t is None else t for ln, t in zip(lines, tokens)]
         return tokens
 
     def _close(self, count, memo: dict, n: int) -> Message:

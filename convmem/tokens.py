@@ -519,6 +519,8 @@ class _BaseCounter(ABC):
         Raises:
             TypeError: a text is not a str.
         """
+        if isinstance(texts, str):
+            raise TypeError(f"count_texts takes an iterable of str, got the str {texts[:40]!r}")
         return list(map(self.count_text, texts))
 
     def count_message(
@@ -648,9 +650,14 @@ class TiktokenCounter(_BaseCounter):
         (tiktoken's ``encode_ordinary_batch`` is slower for short texts, and its threads do not
         run in parallel: tiktoken 0.14 holds the GIL). O(total length).
 
+        A subclass that overrides ``_count_chunk`` is counted through it (the loop above is the
+        base class's own count).
+
         Raises:
-            TypeError: a text is not a str.
+            TypeError: ``texts`` is a str, or a text is not a str.
         """
+        if type(self)._count_chunk is not TiktokenCounter._count_chunk or isinstance(texts, str):
+            return super().count_texts(texts)
         encode, limit, count = self.encoding.encode_ordinary, self.chunk_chars, self.count_text
         return [len(encode(t)) if type(t) is str and len(t) <= limit else count(t) for t in texts]
 

@@ -269,10 +269,18 @@ def replay_arrays(r: Replay, messages: MessageArrays | None = None) -> ReplayArr
     # arrays (every dropped message belongs to exactly one event, the one at its dropped_at step).
     gone = np.nonzero(dropped_at >= 0)[0]
     event_of = np.searchsorted(ev_step, dropped_at[gone])
-    ev_tokens = np.bincount(event_of, weights=tokens[gone], minlength=m).astype(np.int64)[:m]
+    left = tokens
+    if r.clearings:
+        # A message cleared before it was dropped left the context at its cleared size (what
+        # Compaction.dropped_tokens and stats.tokens_dropped count); clearings are in step order.
+        left = tokens.copy()
+        for c in r.clearings:
+            for x in c.cleared:
+                left[x.added_step] = x.tokens_after
+    ev_tokens = np.bincount(event_of, weights=left[gone], minlength=m).astype(np.int64)[:m]
     nreasons = len(DROP_REASONS)
     per_reason = np.zeros((m, nreasons), dtype=np.int64)
-    np.add.at(per_reason, (event_of, np.maximum(reason_code[gone], 0).astype(np.int64)), tokens[gone] + 1)
+    np.add.at(per_reason, (event_of, np.maximum(reason_code[gone], 0).astype(np.int64)), left[gone] + 1)
     ev_reason = per_reason.argmax(axis=1).astype(np.int8) if m else np.zeros(0, dtype=np.int8)
     ev_reason_counts = np.bincount(
         event_of * nreasons + np.maximum(reason_code[gone], 0), minlength=m * nreasons

@@ -6,8 +6,8 @@ the page caches and reports progress per limit instead, so it needs one limit's 
 keeps what the priced sweep reads (the replay's stats and the two per-request arrays that
 prompt-cache pricing reads), whatever the pricing; :func:`cost_row` prices a run into the
 :func:`convmem.sweep_limit_costs` row, equal to it field for field (tests/test_sweep_rows.py).
-The stats rows stay :func:`convmem.sweep_limits`' own (one limit per call): with clearing on, its
-``tokens_dropped`` follows History's records where replay's stats differ (docs/decisions.md).
+The stats rows stay :func:`convmem.sweep_limits`' own (one limit per call), equal to each limit's
+``replay(...).stats`` (docs/decisions.md).
 """
 
 from __future__ import annotations

@@ -31,3 +31,29 @@ def test_count_texts_known_values_and_errors():
     for counter in COUNTERS:
         with pytest.raises(TypeError, match="text must be a str"):
             counter.count_texts(["ok", 3])
+
+
+def test_count_texts_refuses_a_single_str():
+    # a str is an iterable of characters: counting each one would be a silent wrong answer
+    for counter in COUNTERS:
+        with pytest.raises(TypeError, match="count_texts takes an iterable of str, got the str 'ab'"):
+            counter.count_texts("ab")
+
+
+def test_count_texts_goes_through_a_subclass_chunk_count():
+    """A TiktokenCounter subclass overriding ``_count_chunk`` counts the same through count_texts
+    as through count_text (the summarizer counts its lines with count_texts)."""
+    from convmem import HistorySettings, Message, replay
+    from convmem.tokens import TiktokenCounter, default_counter
+
+    class Doubled(TiktokenCounter):
+        def _count_chunk(self, text: str) -> int:
+            return 2 * len(self.encoding.encode_ordinary(text))
+
+    c = Doubled(default_counter().encoding)
+    assert c.count_text("hello world") == 4
+    assert c.count_texts(["hello world", ""]) == [4, 0]
+    msgs = [Message(f"m{i}", "user", 10, content=f"hello world number {i}") for i in range(20)]
+    r = replay(msgs, HistorySettings(50, summary_budget=40), count_tokens=c.count_text)
+    summaries = [s for s in r.summaries if s is not None]
+    assert summaries and all(s.tokens == c.count_text(s.content) <= 40 for s in summaries)

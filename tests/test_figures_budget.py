@@ -529,3 +529,29 @@ def test_thinned_markers_sit_above_the_line_and_count_their_bucket(huge):
     for k, text in zip(marks.customdata, marks.hovertext):
         lo, hi = (int(v.replace(",", "")) for v in re.search(r"add steps ([\d,]+)–([\d,]+)", text).groups())
         assert lo <= r.compactions.steps[k] <= hi
+
+
+@pytest.mark.parametrize(
+    "settings",
+    [
+        HistorySettings(250, clear_trigger=150, clear_keep=1),
+        HistorySettings(250, clear_trigger=150, clear_keep=0, pin_system=True),
+        HistorySettings(250, clear_trigger=150, clear_keep=1, summary_budget=40),
+    ],
+)
+def test_event_tokens_count_a_cleared_message_at_its_placeholder(settings):
+    """Each drop event's tokens (the chart's hover, the main reason's weight) are what left the
+    context, as Compaction.dropped_tokens and stats.tokens_dropped count them: a tool result
+    cleared before it was dropped counts its placeholder, not its original 100 tokens."""
+    msgs = []
+    for i in range(4):
+        msgs += [Message(f"u{i}", "user", 10), Message(f"a{i}", "assistant", 10, tool_call_ids=(f"c{i}",)),
+                 Message(f"t{i}", "tool", 100, tool_call_id=f"c{i}")]
+    msgs.append(Message("u9", "user", 200))
+    r = replay(msgs, settings)
+    assert r.stats.messages_cleared > 0
+    assert any(c is not None and d is not None for c, d in zip(r.cleared_at, r.dropped_at))
+    a = fb.replay_arrays(r)
+    assert a.ev_tokens.tolist() == [c.dropped_tokens for c in r.compactions]
+    assert int(a.ev_tokens.sum()) == r.stats.tokens_dropped
+    assert a.tokens.tolist() == [m.tokens for m in msgs]  # the per-message sizes stay the originals

@@ -141,3 +141,19 @@ def test_walk_log_holds_only_summarized_lines():
     r = replay(msgs, HistorySettings(2_000, summary_budget=300))
     log = r.summaries._spans[0]
     assert r.stats.summaries_rejected == 0 and len(log) == sum(r.summarized) < len(msgs)
+
+
+def test_count_lines_reads_its_own_counts_when_another_thread_clears_the_memo():
+    """The line-count memo is shared by every thread and cleared at its size cap; a clear right
+    after this call's update (another thread's) must not lose the counts just made (a KeyError
+    out of replay() before)."""
+
+    class ClearedAfterUpdate(dict):
+        def update(self, *args, **kwargs):
+            super().update(*args, **kwargs)
+            self.clear()
+
+    counter = default_counter()
+    memo = ClearedAfterUpdate({"known line": 7})
+    lines = ["a b", "known line", "c", "a b"]
+    assert ExtractiveSummarizer._count_lines(lines, counter.count_text, memo) == [2, 7, 1, 2]
