@@ -53,7 +53,8 @@ def assert_same(got, want) -> None:
                  "summarized", "final_context", "summaries", "clearings", "cleared_at", "stats"):
         assert getattr(got, name) == getattr(want, name), name
     assert list(got.compactions) == list(want.compactions)
-    for name in ("steps", "totals_after", "dropped_counts", "triggers", "summary_events"):
+    for name in ("steps", "message_ids", "totals_before", "totals_after", "dropped_counts", "triggers",
+                 "summary_events"):
         assert getattr(got.compactions, name) == getattr(want.compactions, name), name
     assert got.compactions._raw == want.compactions._raw  # what convmem.prompt_cache reads
 
