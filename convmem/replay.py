@@ -284,8 +284,12 @@ class CompactionLog(Sequence[Compaction]):
 
     @property
     def summary_events(self) -> tuple[tuple[int, SummaryEvent], ...]:
-        """``(step, SummaryEvent)`` for every record where the summarizer ran, in order. O(records)."""
-        return tuple((s, e) for s, e in zip(self.steps, self._events) if e is not None)
+        """``(step, SummaryEvent)`` for every record where the summarizer ran, in order. O(records)
+        (at C level when it never ran: summaries off)."""
+        events = self._events
+        if events.count(None) == len(events):
+            return ()
+        return tuple((s, e) for s, e in zip(self.steps, events) if e is not None)
 
     def _record(self, i: int) -> tuple:
         """Record ``i`` in History's full raw shape (see :attr:`_raw`)."""
@@ -1194,7 +1198,7 @@ def sweep_limits(
     target) that pass is a two-pointer walk over the token counts (no History at all); with pins,
     tool groups or start_on_user and no summaries or clearing it is replay's policy walk; with
     summaries alone, replay's summary walk; otherwise it drives a History. Each folds every
-    compaction into running sums.
+    compaction into running sums (the policy walk's stats are sums over its columns).
 
     Complexity: O(len(limits) * n) plus History's own cost per add when a policy is on; O(n)
     memory (the token counts). A summary budget larger than a swept target is clipped to it.
@@ -1310,7 +1314,8 @@ def _history_stats(
     """ReplayStats of a replay through History, folding each compaction into running sums.
 
     The same reading of each raw record as :func:`replay` (prefix changes, summary outcomes), with
-    no per-step arrays and no records kept.
+    no per-step arrays and no records kept. Through replay's policy walk the stats are read off
+    its columns instead (:meth:`_PolicyWalk.stats`).
     """
     clear_acc = [0, 0, 0, -1]  # clearings, messages cleared, tokens freed, step of the last prefix change
     current = [0]  # the step being added
