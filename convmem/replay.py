@@ -23,7 +23,7 @@ from collections import deque
 from collections.abc import Sequence
 from dataclasses import dataclass, field, replace
 from itertools import accumulate, chain, islice, repeat
-from operator import attrgetter, itemgetter, methodcaller
+from operator import attrgetter, itemgetter, methodcaller, sub
 from typing import overload
 
 from .history import (
@@ -207,6 +207,11 @@ class CompactionLog(Sequence[Compaction]):
     cyclic GC, which walks every container object at each full collection, does not slow every
     later rerun of a dashboard that keeps a dozen replays (issue 10 item 3; docs/performance.md).
 
+    The policy walk's log (:meth:`_of_columns`) does not even hold a message or reason per drop:
+    its drops' messages and reasons are looked up by step in the replay's own ``messages`` and
+    ``drop_reason`` columns (a message is dropped at most once, and never replaced by a
+    placeholder there).
+
     Args:
         raw: History's raw records (see ``History._attach_sink``): the full shape, or the base
             rule's flat records ``(step, message_id, total_before, total_after, goal, first_step,
@@ -215,7 +220,7 @@ class CompactionLog(Sequence[Compaction]):
 
     __slots__ = (
         "_built", "steps", "message_ids", "triggers", "totals_before", "totals_after", "dropped_counts",
-        "_events", "_starts", "_seqs", "_messages", "_reasons",
+        "_events", "_starts", "_seqs", "_messages", "_reasons", "_by_step",
     )
 
     def __init__(self, raw: Sequence[tuple]) -> None:
@@ -250,18 +255,52 @@ class CompactionLog(Sequence[Compaction]):
         self.dropped_counts: tuple[int, ...] = tuple(counts)
         self._starts = array("q", starts)  # not containers: nothing for the GC to walk
         self._seqs = array("q", seqs)
-        self._messages = messages
-        self._reasons = reasons
+        self._messages: Sequence[Message] = messages
+        self._reasons: Sequence[str | None] = reasons
+        self._by_step = False  # _messages and _reasons: one per drop
+
+    @classmethod
+    def _of_columns(
+        cls, records: list[tuple], seqs: list[int], messages: tuple[Message, ...], drop_reason: tuple[str | None, ...]
+    ) -> CompactionLog:
+        """The log of :func:`_walk_policies`' columns (see :class:`_PolicyWalk`): ``records`` as
+        ``(step, message_id, trigger, total_before, total_after, end)``, their drops the steps
+        ``seqs[previous end:end]``, each drop's message and reason ``messages[seq]`` and
+        ``drop_reason[seq]`` (the replay's own tuples, shared, not copied). C-level unzipping,
+        O(records + drops)."""
+        log = cls.__new__(cls)
+        log._built = {}
+        steps, ids, triggers, before, after, ends = zip(*records) if records else ((),) * 6
+        log.steps, log.message_ids, log.triggers = steps, ids, triggers
+        log.totals_before, log.totals_after = before, after
+        log._events = (None,) * len(steps)
+        log._starts = starts = array("q", (0, *ends))
+        log.dropped_counts = tuple(map(sub, ends, starts))
+        log._seqs = array("q", seqs)
+        log._messages = messages
+        log._reasons = drop_reason
+        log._by_step = True
+        return log
 
     @property
     def summary_events(self) -> tuple[tuple[int, SummaryEvent], ...]:
-        """``(step, SummaryEvent)`` for every record where the summarizer ran, in order. O(records)."""
-        return tuple((s, e) for s, e in zip(self.steps, self._events) if e is not None)
+        """``(step, SummaryEvent)`` for every record where the summarizer ran, in order. O(records)
+        (at C level when it never ran: summaries off)."""
+        events = self._events
+        if events.count(None) == len(events):
+            return ()
+        return tuple((s, e) for s, e in zip(self.steps, events) if e is not None)
 
     def _record(self, i: int) -> tuple:
         """Record ``i`` in History's full raw shape (see :attr:`_raw`)."""
         lo, hi = self._starts[i], self._starts[i + 1]
-        dropped = list(zip(zip(self._seqs[lo:hi], self._messages[lo:hi]), self._reasons[lo:hi]))
+        seqs = self._seqs[lo:hi]
+        if self._by_step:
+            messages = list(map(self._messages.__getitem__, seqs))
+            reasons = list(map(self._reasons.__getitem__, seqs))
+        else:
+            messages, reasons = self._messages[lo:hi], self._reasons[lo:hi]
+        dropped = list(zip(zip(seqs, messages), reasons))
         return (
             self.steps[i], self.message_ids[i], self.triggers[i], self.totals_before[i], self.totals_after[i],
             dropped, self._events[i],
@@ -481,24 +520,25 @@ def _replay(
     The add loop only adds and reads the total and the kept count (two slot reads); History keeps
     every record (its record deque made unbounded: this History is private to the replay) and
     the per-message columns are filled from the records afterwards, so an add that drops nothing
-    costs nothing more. The base rule's records stay flat (see :class:`CompactionLog`).
+    costs nothing more. The base rule's records stay flat (see :class:`CompactionLog`); the policy
+    walk fills the columns itself (:func:`_replay_policies`).
     """
     if not isinstance(settings, HistorySettings):
         raise TypeError(f"replay settings must be a HistorySettings, got {settings!r}")
     clearings: list[Clearing] = []
     history = settings.build(count_tokens, tool_names=tool_names, on_clearing=clearings.append, thinking=thinking)
     _check_messages(messages)
+    h = history
+    if _policy_walk_applies(h):
+        return _replay_policies(messages, settings, h)
     records: deque[tuple] = deque()
     history._records = records  # every record, in order (History appends each one here)
     summaries: list[Message | None] = []
     n = len(messages)
     add = history.add
-    h = history
     final_context: tuple[Message, ...] | None = None
     if h._plain:
         totals, kept, final_context = _walk_base_rule(messages, h._limit, h._goal, records)
-    elif _policy_walk_applies(h):
-        totals, kept, final_context = _walk_policies(messages, h, records)
     elif h._summarizer is None:
         totals = [0] * n
         kept = [0] * n
@@ -795,22 +835,91 @@ def _policy_walk_applies(h: History) -> bool:
     return not h._plain and h._summarizer is None and not h._editing
 
 
-def _walk_policies(
-    messages: Sequence[Message], h: History, records: deque[tuple]
-) -> tuple[list[int], list[int], tuple[Message, ...]]:
+@dataclass(slots=True)
+class _PolicyWalk:
+    """What :func:`_walk_policies` found, as columns: no tuple per drop, one per record.
+
+    ``totals`` and ``kept_counts`` per add; ``dropped_at``, ``drop_reason`` and ``prefix_changed``
+    are Replay's own columns (per message / per add), filled by the walk as it drops. ``records``
+    holds History's records as ``(step, message_id, trigger, total_before, total_after, end)``:
+    the record's drops are the steps ``seqs[previous end:end]``, in step order (each a message's
+    index; its reason is ``drop_reason[seq]``). ``arrivals`` counts the records that only refused
+    a tool result on arrival (not compactions).
+    """
+
+    totals: list[int]
+    kept_counts: list[int]
+    final_context: tuple[Message, ...]
+    records: list[tuple]
+    seqs: list[int]
+    dropped_at: list[int | None]
+    drop_reason: list[str | None]
+    prefix_changed: list[bool]
+    arrivals: int
+
+    def stats(self, limit: int) -> ReplayStats:
+        """The replay's :class:`ReplayStats` under ``limit``, from the columns (C-level sums, O(n)).
+
+        The tokens dropped are the records' total_before minus total_after: every drop (a pin let
+        go included) leaves the running total by its own tokens, and nothing else does here (no
+        summary, no clearing)."""
+        totals = self.totals
+        records = self.records
+        n = len(totals)
+        tokens_sent = sum(totals)
+        return ReplayStats(
+            compactions=len(records) - self.arrivals,
+            mean_context=(tokens_sent / n) if n else 0.0,
+            max_context=max(totals, default=0),
+            messages_dropped=len(self.seqs),
+            tokens_dropped=sum(map(_TOTAL_BEFORE, records)) - sum(map(_TOTAL_AFTER, records)),
+            prefix_changes=sum(self.prefix_changed),
+            summaries_accepted=0,
+            summaries_rejected=0,
+            over_limit_steps=sum(map(limit.__lt__, totals)),
+            tokens_sent=tokens_sent,
+        )
+
+
+def _replay_policies(messages: Sequence[Message], settings: HistorySettings, h: History) -> Replay:
+    """:func:`replay` through :func:`_walk_policies`: the walk's columns become the Replay as they
+    are (no pass over the records), its records a columnar :class:`CompactionLog`. O(n + drops)."""
+    walk = _walk_policies(messages, h)
+    messages = tuple(messages)
+    n = len(messages)
+    drop_reason = tuple(walk.drop_reason)
+    return Replay(
+        messages=messages,
+        settings=settings,
+        totals=tuple(walk.totals),
+        kept_counts=tuple(walk.kept_counts),
+        prefix_changed=tuple(walk.prefix_changed),
+        dropped_at=tuple(walk.dropped_at),
+        drop_reason=drop_reason,
+        summarized=(False,) * n,
+        compactions=CompactionLog._of_columns(walk.records, walk.seqs, messages, drop_reason),
+        final_context=walk.final_context,
+        stats=walk.stats(settings.limit),
+        summaries=SummaryLog(),
+        cleared_at=(None,) * n,
+    )
+
+
+def _walk_policies(messages: Sequence[Message], h: History) -> _PolicyWalk:
     """History's pin, tool-group and start_on_user rules (any combination, a target or not; no
-    summary, no clearing) without History.add: the totals and kept counts after each add, the
-    final context, and History's own full-shape records appended to ``records`` (the same tuples
-    ``History._finish`` makes: ``(step, message_id, trigger, total_before, total_after,
-    [((step, message), reason), ...], None)``).
+    summary, no clearing) without History.add, as a :class:`_PolicyWalk`: the totals and kept
+    counts after each add, the final context, History's records (the fields of the tuples
+    ``History._finish`` makes, their drops as columns) and Replay's per-message drop columns.
 
     One loop with History's state in locals: the same head of passed-over pins, run deque, lazy
     deletion of tool results dropped with their call, groups by call id and by position, the moving
     latest-user pin, and the same order of checks as ``History.add``, ``_compact``,
     ``_drop_unit`` and ``_finish`` (History is the reference; read them side by side). Ids are
-    unique here (replay checks them first), so History's kept-id set is not needed. O(n) plus the
-    drops (O(d log d) to order d drops when tool groups interleave), no per-add method call.
-    tests/test_replay_policy_walk.py checks it against History for all 15 combinations.
+    unique here (replay checks them first), so History's kept-id set is not needed. Each drop
+    writes its step and reason into the columns where it happens (a message is dropped at most
+    once). O(n) plus the drops (O(d log d) to order d drops when tool groups interleave), no
+    per-add method call. tests/test_replay_policy_walk.py checks it against History for all 15
+    combinations.
     """
     pin_system = h._pin_system
     pin_latest_user = h._pin_latest_user
@@ -821,6 +930,14 @@ def _walk_policies(
     n = len(messages)
     totals = [0] * n
     kept_counts = [0] * n
+    dropped_at: list[int | None] = [None] * n
+    drop_reason: list[str | None] = [None] * n
+    prefix = [False] * n
+    seqs: list[int] = []  # the dropped steps, record after record
+    drop = seqs.append
+    records: list[tuple] = []
+    append_record = records.append
+    arrivals = 0
     head: list[tuple] = []  # pinned system messages passed over by compaction, in order
     head_user = None  # the pinned latest user message, when passed over
     run: deque[tuple] = deque()  # the newest contiguous run (may hold dead items)
@@ -835,7 +952,6 @@ def _walk_policies(
     frontier = -1  # step of the newest message dropped from the oldest end
     total = 0
     kept = 0
-    append_record = records.append
     moved = None  # the old latest user message a new one's pin let go (History's pin_moved drop)
     step = 0
     for m in messages:
@@ -872,7 +988,11 @@ def _walk_policies(
                         group = group_of[last_assistant] = []
                 if group is None:
                     # Refused on arrival: a tool result is never left without its call.
-                    append_record((step, m.id, TRIGGER_ARRIVAL, total + m.tokens, total, [(item, TOOL_GROUP)], None))
+                    dropped_at[step] = step
+                    drop_reason[step] = TOOL_GROUP
+                    drop(step)
+                    arrivals += 1
+                    append_record((step, m.id, TRIGGER_ARRIVAL, total + m.tokens, total, len(seqs)))
                     totals[step] = total
                     kept_counts[step] = kept
                     step += 1
@@ -887,15 +1007,17 @@ def _walk_policies(
             step += 1
             continue
         # A compaction: peak is History's total_before (before the pin_moved drop, if any).
+        first = len(seqs)
         peak = total
         trigger = TRIGGER_LIMIT
-        if moved is None:
-            dropped = []
-        else:
+        if moved is not None:
             peak += moved[1].tokens
             if total <= limit:
                 trigger = TRIGGER_PIN_MOVED
-            dropped = [(moved, PIN_MOVED)]
+            seq = moved[0]
+            dropped_at[seq] = step
+            drop_reason[seq] = PIN_MOVED
+            drop(seq)
             moved = None
         unordered = False
         # History._compact: drop from the oldest end until the total fits the goal.
@@ -916,9 +1038,13 @@ def _walk_policies(
             frontier = seq
             total -= t
             kept -= 1
-            dropped.append((x, TOO_BIG if t > goal else OVER_LIMIT))
+            dropped_at[seq] = step
+            drop_reason[seq] = TOO_BIG if t > goal else OVER_LIMIT
+            drop(seq)
             if group_of and seq in group_of:
-                total, kept = _drop_group(d, group_of.pop(seq), groups, dead, total, kept, dropped)
+                group = group_of.pop(seq)
+                total -= _drop_group(d, group, groups, dead, step, seqs, dropped_at, drop_reason)
+                kept -= len(group)
                 unordered = True
         if start_on_user and head_user is None:
             # Then leading non-system messages go until a user message leads.
@@ -956,37 +1082,56 @@ def _walk_policies(
                         frontier = seq
                         total -= d.tokens
                         kept -= 1
-                        dropped.append((x, START_ON_USER))
+                        dropped_at[seq] = step
+                        drop_reason[seq] = START_ON_USER
+                        drop(seq)
                         if group_of and seq in group_of:
-                            total, kept = _drop_group(d, group_of.pop(seq), groups, dead, total, kept, dropped)
+                            group = group_of.pop(seq)
+                            total -= _drop_group(d, group, groups, dead, step, seqs, dropped_at, drop_reason)
+                            kept -= len(group)
                             unordered = True
                 i = 0
-        if dropped:
+        if len(seqs) > first:
             if unordered:
-                dropped.sort(key=_FIRST)  # by (step, message): steps are unique
-            append_record((step, m.id, trigger, peak, total, dropped, None))
+                seqs[first:] = sorted(seqs[first:])
+            append_record((step, m.id, trigger, peak, total, len(seqs)))
+            if seqs[first] < step:  # the oldest drop is older than this add: the prefix changed
+                prefix[step] = True
         totals[step] = total
         kept_counts[step] = kept
         step += 1
-    return totals, kept_counts, _policy_context(head, head_user, run, dead)
+    return _PolicyWalk(
+        totals, kept_counts, _policy_context(head, head_user, run, dead), records, seqs, dropped_at, drop_reason,
+        prefix, arrivals,
+    )
 
 
 def _drop_group(
-    call: Message, group: list, groups: dict[str, list], dead: set[int], total: int, kept: int, dropped: list
-) -> tuple[int, int]:
+    call: Message,
+    group: list,
+    groups: dict[str, list],
+    dead: set[int],
+    step: int,
+    seqs: list[int],
+    dropped_at: list[int | None],
+    drop_reason: list[str | None],
+) -> int:
     """The rest of ``History._drop_unit`` for a dropped assistant message heading ``group`` (its
-    tool results): its call ids are forgotten (unless a newer kept message declared the same id)
-    and its results are marked dead and dropped (reason ``tool_group``; all are still kept: a
-    result only ever leaves with its call). Returns the new total and kept count. O(results)."""
+    tool results), dropped at add ``step``: its call ids are forgotten (unless a newer kept message
+    declared the same id) and its results are marked dead and dropped (reason ``tool_group``,
+    written into the walk's columns; all are still kept: a result only ever leaves with its
+    call). Returns the tokens the results freed. O(results)."""
     for call_id in call.tool_call_ids:
         if groups.get(call_id) is group:
             del groups[call_id]
-    for r in group:
-        dead.add(r[0])
-        total -= r[1].tokens
-        kept -= 1
-        dropped.append((r, TOOL_GROUP))
-    return total, kept
+    freed = 0
+    for seq, r in group:
+        dead.add(seq)
+        freed += r.tokens
+        dropped_at[seq] = step
+        drop_reason[seq] = TOOL_GROUP
+        seqs.append(seq)
+    return freed
 
 
 def _policy_context(
@@ -1053,7 +1198,7 @@ def sweep_limits(
     target) that pass is a two-pointer walk over the token counts (no History at all); with pins,
     tool groups or start_on_user and no summaries or clearing it is replay's policy walk; with
     summaries alone, replay's summary walk; otherwise it drives a History. Each folds every
-    compaction into running sums.
+    compaction into running sums (the policy walk's stats are sums over its columns).
 
     Complexity: O(len(limits) * n) plus History's own cost per add when a policy is on; O(n)
     memory (the token counts). A summary budget larger than a swept target is clipped to it.
@@ -1115,6 +1260,8 @@ def _check_messages(messages: Sequence[Message]) -> None:
 _ID = attrgetter("id")
 _FIRST = itemgetter(0)
 _SECOND = itemgetter(1)
+_TOTAL_BEFORE = itemgetter(3)
+_TOTAL_AFTER = itemgetter(4)
 
 
 def _plain_stats(tokens: list[int], settings: HistorySettings) -> ReplayStats:
@@ -1167,7 +1314,8 @@ def _history_stats(
     """ReplayStats of a replay through History, folding each compaction into running sums.
 
     The same reading of each raw record as :func:`replay` (prefix changes, summary outcomes), with
-    no per-step arrays and no records kept.
+    no per-step arrays and no records kept. Through replay's policy walk the stats are read off
+    its columns instead (:meth:`_PolicyWalk.stats`).
     """
     clear_acc = [0, 0, 0, -1]  # clearings, messages cleared, tokens freed, step of the last prefix change
     current = [0]  # the step being added
@@ -1181,6 +1329,9 @@ def _history_stats(
 
     history = settings.build(count_tokens, tool_names=tool_names, on_clearing=on_clearing, thinking=thinking)
     limit = settings.limit
+    if _policy_walk_applies(history):
+        # Pins, tool groups and start_on_user without summaries or clearing: replay's walk.
+        return _walk_policies(messages, history).stats(limit)
     acc = [0, 0, 0, 0, 0, 0]  # compactions, dropped, dropped tokens, prefix, accepted, rejected
 
     def sink(raw: tuple) -> None:
@@ -1216,16 +1367,6 @@ def _history_stats(
         history._summarizer._defer()
         records: deque[tuple] = deque()
         totals, _kept, _summary, _lo = _walk_summaries(messages, history, records, [])
-        for raw in records:
-            current[0] = raw[0]
-            sink(raw)
-        total_sum = sum(totals)
-        max_total = max(totals, default=0)
-        over = sum(1 for t in totals if t > limit)
-    elif _policy_walk_applies(history):
-        # Pins, tool groups and start_on_user without summaries or clearing: replay's walk.
-        records = deque()
-        totals, _kept, _context = _walk_policies(messages, history, records)
         for raw in records:
             current[0] = raw[0]
             sink(raw)

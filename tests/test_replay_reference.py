@@ -53,9 +53,15 @@ def assert_same(got, want) -> None:
                  "summarized", "final_context", "summaries", "clearings", "cleared_at", "stats"):
         assert getattr(got, name) == getattr(want, name), name
     assert list(got.compactions) == list(want.compactions)
-    for name in ("steps", "totals_after", "dropped_counts", "triggers", "summary_events"):
+    for name in ("steps", "message_ids", "totals_before", "totals_after", "dropped_counts", "triggers",
+                 "summary_events"):
         assert getattr(got.compactions, name) == getattr(want.compactions, name), name
     assert got.compactions._raw == want.compactions._raw  # what convmem.prompt_cache reads
+    # The log's columns against its own built records (the reference's log is a CompactionLog too).
+    built = list(got.compactions)
+    assert got.compactions.summary_events == tuple((c.step, c.summary) for c in built if c.summary is not None)
+    assert got.compactions.dropped_counts == tuple(len(c.dropped) for c in built)
+    assert got.compactions.totals_before == tuple(c.total_before for c in built)
 
 
 @settings(max_examples=400, deadline=None, suppress_health_check=[HealthCheck.too_slow])
