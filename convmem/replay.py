@@ -216,6 +216,10 @@ class CompactionLog(Sequence[Compaction]):
         raw: History's raw records (see ``History._attach_sink``): the full shape, or the base
             rule's flat records ``(step, message_id, total_before, total_after, goal, first_step,
             *dropped messages)``. One History makes one shape.
+        messages: given only with the summary walk's range records ``(step, message_id,
+            total_before, total_after, goal, first, stop, SummaryEvent | None)`` (see
+            :func:`_walk_summaries`): the replayed messages, record ``i`` dropping
+            ``messages[first:stop]``.
     """
 
     __slots__ = (
@@ -223,9 +227,23 @@ class CompactionLog(Sequence[Compaction]):
         "_events", "_starts", "_seqs", "_messages", "_reasons", "_by_step",
     )
 
-    def __init__(self, raw: Sequence[tuple]) -> None:
+    def __init__(self, raw: Sequence[tuple], messages: Sequence[Message] | None = None) -> None:
         self._built: dict[int, Compaction] = {}
-        if raw and raw[0][2].__class__ is not str:
+        if messages is not None:
+            # Range records: the runs first:stop follow each other from message 0 (a record
+            # that only removed the summary has an empty run), so the drops are messages[:stop]
+            # of the last record; each reason follows from the message's tokens and the goal.
+            steps, ids, before, after, goals, firsts, stops, events = zip(*raw) if raw else ((),) * 8
+            counts = list(map(int.__sub__, stops, firsts))
+            end = stops[-1] if raw else 0
+            goal = goals[0] if raw else 0
+            seqs = range(end)
+            messages = list(messages[:end])
+            reasons = [OVER_LIMIT if m.tokens <= goal else TOO_BIG for m in messages]
+            self.triggers = (TRIGGER_LIMIT,) * len(raw)
+            self.steps, self.message_ids, self.totals_before, self.totals_after = steps, ids, before, after
+            self._events = events
+        elif raw and raw[0][2].__class__ is not str:
             # Flat records: the drops are the add steps first, first + 1, ...; each reason follows
             # from the message's tokens and the one goal (as history._expand unfolds them).
             goal = raw[0][4]
@@ -520,8 +538,9 @@ def _replay(
     The add loop only adds and reads the total and the kept count (two slot reads); History keeps
     every record (its record deque made unbounded: this History is private to the replay) and
     the per-message columns are filled from the records afterwards, so an add that drops nothing
-    costs nothing more. The base rule's records stay flat (see :class:`CompactionLog`); the policy
-    walk fills the columns itself (:func:`_replay_policies`).
+    costs nothing more. The base rule's records stay flat and the summary walk's are ranges of
+    ``messages`` (see :class:`CompactionLog`); the policy walk fills the columns itself
+    (:func:`_replay_policies`).
     """
     if not isinstance(settings, HistorySettings):
         raise TypeError(f"replay settings must be a HistorySettings, got {settings!r}")
@@ -537,6 +556,7 @@ def _replay(
     n = len(messages)
     add = history.add
     final_context: tuple[Message, ...] | None = None
+    summary_walk = False
     if h._plain:
         totals, kept, final_context = _walk_base_rule(messages, h._limit, h._goal, records)
     elif h._summarizer is None:
@@ -548,7 +568,7 @@ def _replay(
             totals[step] = h._total
             kept[step] = h._kept_count
             step += 1
-    elif _summary_walk_applies(messages, settings, h, count_tokens):
+    elif summary_walk := _summary_walk_applies(messages, settings, h, count_tokens):
         h._summarizer._defer()
         totals, kept, final_summary, lo = _walk_summaries(messages, h, records, summaries)
         final_context = tuple(messages[lo:])
@@ -590,7 +610,11 @@ def _replay(
             cleared_at[x.added_step] = step
             if x.added_step < step:
                 prefix[step] = True  # the prompt changes at the first cleared message
-    if records and records[0][2].__class__ is not str:
+    if summary_walk:
+        compactions, messages_dropped, dropped_tokens, accepted, rejected = _fill_from_ranges(
+            records, messages, dropped_at, reason, summarized, prefix
+        )
+    elif records and records[0][2].__class__ is not str:
         # The base rule's flat records: each drops the steps first, first + 1, ... (the oldest
         # kept), its tokens are total_before - total_after, and every reason follows from the
         # message's tokens and the one goal (see history._expand).
@@ -670,7 +694,7 @@ def _replay(
         dropped_at=tuple(dropped_at),
         drop_reason=tuple(reason),
         summarized=tuple(summarized),
-        compactions=CompactionLog(list(records)),
+        compactions=CompactionLog(list(records), messages if summary_walk else None),
         final_context=final_context,
         stats=stats,
         summaries=summary_log,
@@ -702,8 +726,15 @@ def _walk_summaries(
 ) -> tuple[list[int], list[int], Message | None, int]:
     """History's base rule with a summarizer (no other policy) without History.add: the totals
     and kept counts after each add (summary included), the summary in place at the end, and the
-    first kept step; History's own full-shape records appended to ``records`` and the accepted
+    first kept step; one range record per History record appended to ``records`` and the accepted
     summaries (as they stand after their add) to ``summaries``.
+
+    A range record is ``(step, message_id, total_before, total_after, goal, first, stop,
+    SummaryEvent | None)``: the add dropped ``messages[first:stop]`` (empty when it only removed
+    the summary), each for the reason History gives (:data:`TOO_BIG` when over ``goal`` alone,
+    else :data:`OVER_LIMIT`), trigger :data:`TRIGGER_LIMIT`. No per-message list is built here:
+    :func:`_fill_from_ranges` fills replay's columns from the runs and :class:`CompactionLog`
+    expands a record into History's shape when it is read.
 
     As in History: kept is always ``messages[lo:step + 1]`` plus the summary; an add over the
     limit drops from ``lo`` while the total is over the goal (target - summary budget) plus the
@@ -737,10 +768,7 @@ def _walk_summaries(
                 total -= messages[lo].tokens
                 lo += 1
             event = None
-            dropped: list = []
             if lo > first:
-                gone = messages[first:lo]
-                dropped = [((first + k, d), TOO_BIG if d.tokens > goal else OVER_LIMIT) for k, d in enumerate(gone)]
                 new = summarize(summary, first, lo)
                 if new.tokens > budget:
                     event = SummaryEvent(False, new.id, new.tokens, budget, reason=(
@@ -768,14 +796,53 @@ def _walk_summaries(
                                          removed_id=summary.id)
                 total -= s_tokens
                 summary, s_tokens = None, 0
-            if dropped or event is not None:
-                append((step, m.id, TRIGGER_LIMIT, peak, total, dropped, event))
+            if lo > first or event is not None:
+                append((step, m.id, peak, total, goal, first, lo, event))
                 if event is not None and event.accepted:
                     summaries.append(summary)
         totals[step] = total
         kept[step] = step + 1 - lo + (summary is not None)
         step += 1
     return totals, kept, summary, lo
+
+
+def _fill_from_ranges(
+    records: Sequence[tuple],
+    messages: Sequence[Message],
+    dropped_at: list,
+    reason: list,
+    summarized: list,
+    prefix: list,
+) -> tuple[int, int, int, int, int]:
+    """Fill replay's per-message columns (``dropped_at``, ``reason``, ``summarized``) and per-add
+    ``prefix`` flags from :func:`_walk_summaries`' range records, each run by slice assignment;
+    return ``(compactions, messages dropped, tokens dropped, summaries accepted, summaries
+    rejected)``, read as :func:`replay` reads History's full records. O(records + dropped).
+
+    The runs follow each other from message 0, so the dropped messages are ``messages[:stop]`` of
+    the last record: their reasons and tokens are one pass over that prefix.
+    """
+    accepted = rejected = 0
+    for step, _mid, _before, _after, _goal, first, stop, event in records:
+        changed = first < step and first < stop  # an older message left the context
+        if stop > first:
+            dropped_at[first:stop] = repeat(step, stop - first)
+        if event is not None:
+            if event.accepted:
+                accepted += 1
+                changed = True
+                summarized[first:stop] = repeat(True, stop - first)
+            elif event.id != event.removed_id:  # a new summary was refused (not just a removal)
+                rejected += 1
+            if event.removed_id is not None:
+                changed = True
+        if changed:
+            prefix[step] = True
+    end = records[-1][6] if records else 0
+    goal = records[0][4] if records else 0
+    gone = messages[:end]
+    reason[:end] = [OVER_LIMIT if m.tokens <= goal else TOO_BIG for m in gone]
+    return len(records), end, sum(map(_TOKENS, gone)), accepted, rejected
 
 
 def _full_summary(summarizer: ExtractiveSummarizer, summary: Message) -> Message:
@@ -1258,6 +1325,7 @@ def _check_messages(messages: Sequence[Message]) -> None:
 
 
 _ID = attrgetter("id")
+_TOKENS = attrgetter("tokens")
 _FIRST = itemgetter(0)
 _SECOND = itemgetter(1)
 _TOTAL_BEFORE = itemgetter(3)
@@ -1367,9 +1435,12 @@ def _history_stats(
         history._summarizer._defer()
         records: deque[tuple] = deque()
         totals, _kept, _summary, _lo = _walk_summaries(messages, history, records, [])
-        for raw in records:
-            current[0] = raw[0]
-            sink(raw)
+        n = len(messages)
+        prefix = [False] * n
+        acc[0], acc[1], acc[2], acc[4], acc[5] = _fill_from_ranges(
+            records, messages, [None] * n, [None] * n, [False] * n, prefix
+        )
+        acc[3] = sum(prefix)
         total_sum = sum(totals)
         max_total = max(totals, default=0)
         over = sum(1 for t in totals if t > limit)

@@ -21,7 +21,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 import convmem.summarizers as summarizers
-from convmem import ExtractiveSummarizer, History, HistorySettings, Message, SummaryLog, replay
+from convmem import ExtractiveSummarizer, History, HistorySettings, Message, SummaryLog, replay, sweep_limits
 from convmem.summarizers import _line, _span_text
 from convmem.tokens import make_counter
 from reference_replay import reference_replay
@@ -264,6 +264,35 @@ def test_summary_walk_equals_history(case):
         got = replay(msgs, s, count_tokens=count)
     assert_same(got, want)
     assert list(got.summaries) == list(want.summaries)
+
+
+@settings(max_examples=200, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(summary_only_cases())
+def test_summary_walk_builds_no_compaction_until_one_is_read(case):
+    """The walk's range records: nothing expanded by replay; each Compaction read (from the end,
+    then all) equals History's, and is built once."""
+    s, msgs, count = case
+    with history_add_forbidden():
+        got = replay(msgs, s, count_tokens=count)
+    want = reference_replay(msgs, s, count)
+    assert got.compactions._built == {}
+    if len(want.compactions):
+        assert got.compactions[-1] == want.compactions[-1]
+        assert got.compactions[-1] is got.compactions[-1]
+        assert list(got.compactions._built) == [len(want.compactions) - 1]
+    assert list(got.compactions) == list(want.compactions)
+    assert got.compactions.dropped_counts == tuple(len(c.dropped) for c in want.compactions)
+
+
+@settings(max_examples=200, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(summary_only_cases(), st.lists(st.integers(0, 400), min_size=1, max_size=3))
+def test_summary_walk_sweep_stats_equal_history(case, limits):
+    """sweep_limits folds the walk's range records into the stats History gives per add."""
+    s, msgs, count = case
+    with history_add_forbidden():
+        rows = sweep_limits(msgs, s, limits, count_tokens=count)
+    for row in rows:
+        assert row.stats == reference_replay(msgs, s.at_limit(row.limit), count).stats, row.limit
 
 
 def test_summary_walk_leaves_ids_a_summary_could_repeat_to_history():
