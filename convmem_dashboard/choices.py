@@ -76,11 +76,16 @@ def clean_text(text: str, limit: int = TITLE_CHARS) -> str:
     return flat if len(flat) <= limit else flat[: limit - 1] + "…"
 
 
-def _first_user_text(conv: Conversation) -> str:
+def _first_user_text(conv: Conversation) -> str | None:
+    """The first user message's text that is not empty; "" when the user messages carry no text
+    (tool-only or image-only turns, empty content); None when there is no user message."""
+    found = None
     for m in conv.messages:
-        if m.role == "user" and m.content:
-            return m.content
-    return ""
+        if m.role == "user":
+            if m.content:
+                return m.content
+            found = ""
+    return found
 
 
 def _plural(n: int, word: str) -> str:
@@ -89,12 +94,14 @@ def _plural(n: int, word: str) -> str:
 
 def conversation_label(conv: Conversation) -> str:
     """A picker's line for one conversation: shopper (user id), title (the first user message,
-    cleaned by :func:`clean_text`), message and token counts, and the id (so a search by id
-    finds it). O(messages before the first user message).
+    cleaned by :func:`clean_text`; "(no user text)" when its user messages are all empty, "(no user
+    message)" when it has none), message and token counts, and the id (so a search by id finds
+    it). O(messages before the first user message with text).
     """
-    title = clean_text(_first_user_text(conv))
+    text = _first_user_text(conv)
+    title = clean_text(text or "")
     parts = [clean_text(conv.user_id or NO_SHOPPER, 40)]
-    parts.append(f"“{title}”" if title else "(no user message)")
+    parts.append(f"“{title}”" if title else "(no user message)" if text is None else "(no user text)")
     parts.append(_plural(len(conv.messages), "message"))
     parts.append(_plural(conv.total_tokens, "token"))
     parts.append(clean_text(conv.id, 60))

@@ -89,6 +89,9 @@ def test_label_shows_shopper_title_counts_and_id_with_control_characters_removed
     title = label.split("“")[1].split("”")[0]
     assert len(title) == 48 and title.endswith("…")
     assert conversation_label(Conversation("z", None, ())) == "(no shopper id) · (no user message) · 0 messages · 0 tokens · z"
+    # user turns with no text (tool-only or empty content) are not "no user message"
+    silent = Conversation("h8", "ann", (Message("u0", "user", 1, content=""), Message("a0", "assistant", 2)))
+    assert conversation_label(silent) == "ann · (no user text) · 2 messages · 3 tokens · h8"
     assert shopper_label("ann", [c, c]) == "ann · 2 conversations · 4 messages · 2,406 tokens"
 
 
