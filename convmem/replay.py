@@ -652,13 +652,10 @@ def _replay(
             else:
                 changed = False
             if event is not None:
-                if event.accepted:
-                    accepted += 1
-                    changed = True
-                elif event.id != event.removed_id:  # a new summary was refused (not just a removal)
-                    rejected += 1
-                if event.removed_id is not None:
-                    changed = True
+                a, r, c = _event_outcome(event)
+                accepted += a
+                rejected += r
+                changed = changed or c
             if changed:
                 prefix[step] = True
     summary_log = _summary_log(history, summaries)
@@ -828,14 +825,12 @@ def _fill_from_ranges(
         if stop > first:
             dropped_at[first:stop] = repeat(step, stop - first)
         if event is not None:
-            if event.accepted:
-                accepted += 1
-                changed = True
+            a, r, c = _event_outcome(event)
+            if a:
                 summarized[first:stop] = repeat(True, stop - first)
-            elif event.id != event.removed_id:  # a new summary was refused (not just a removal)
-                rejected += 1
-            if event.removed_id is not None:
-                changed = True
+            accepted += a
+            rejected += r
+            changed = changed or c
         if changed:
             prefix[step] = True
     end = records[-1][6] if records else 0
@@ -843,6 +838,19 @@ def _fill_from_ranges(
     gone = messages[:end]
     reason[:end] = [OVER_LIMIT if m.tokens <= goal else TOO_BIG for m in gone]
     return len(records), end, sum(map(_TOKENS, gone)), accepted, rejected
+
+
+def _event_outcome(event: SummaryEvent) -> tuple[int, int, bool]:
+    """What one summarizer outcome adds to a replay's counts: ``(accepted, rejected, prompt
+    changed)``. An accepted summary or a removed one changes the prompt; a refused new summary
+    counts as rejected, a mere removal (``id == removed_id``) does not. O(1).
+
+    The one reading of a :class:`SummaryEvent` shared by :func:`replay`, the summary walk's range
+    records and :func:`sweep_limits`' stats pass.
+    """
+    if event.accepted:
+        return 1, 0, True
+    return 0, int(event.id != event.removed_id), event.removed_id is not None
 
 
 def _full_summary(summarizer: ExtractiveSummarizer, summary: Message) -> Message:
@@ -1416,13 +1424,10 @@ def _history_stats(
         else:
             changed = False
         if event is not None:
-            if event.accepted:
-                acc[4] += 1
-                changed = True
-            elif event.id != event.removed_id:
-                acc[5] += 1
-            if event.removed_id is not None:
-                changed = True
+            a, r, c = _event_outcome(event)
+            acc[4] += a
+            acc[5] += r
+            changed = changed or c
         if changed or clear_acc[3] == step:
             acc[3] += 1
             clear_acc[3] = -2 - step  # counted: a clearing and a drop of one add are one change
