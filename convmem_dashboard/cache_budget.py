@@ -167,8 +167,9 @@ def get_sweep_rows(
     ``pricing`` is given, the priced rows, equal to convmem.sweep_limits / sweep_limit_costs.
 
     Every limit is cached on its own (keyed by the settings at that limit), so only limits never
-    seen under these settings cost anything: the stats pass, plus for the priced row one replay
-    (~0.3-1 s per 10^5 messages) that later prices reuse. While they run, a progress bar
+    seen under these settings cost anything: with a pricing, one replay (~0.3-1 s per 10^5
+    messages) whose stats are the stats row and whose arrays later prices reuse; without one
+    (the prices make no pricing), sweep_limits' stats-only pass. While they run, a progress bar
     (:class:`StepProgress`, drawn in place after 0.3 s) counts the limits done, and is removed
     when they are. Raises what convmem.replay raises for settings History refuses at a limit.
     """
@@ -176,9 +177,13 @@ def get_sweep_rows(
     with StepProgress(len(limits), "Sweeping limits (one replay per new limit)") as progress:
         for done, limit in enumerate(limits, 1):
             s = settings.at_limit(limit)
-            stats.append(SweepRow(limit, get_limit_stats(dataset_key, conv_id, s)))
-            if costs is not None:
-                costs.append(get_limit_cost(dataset_key, conv_id, s, pricing))
+            if costs is None:
+                row_stats = get_limit_stats(dataset_key, conv_id, s)
+            else:  # the priced row carries its replay's stats: no second pass over the messages
+                cost = get_limit_cost(dataset_key, conv_id, s, pricing)
+                costs.append(cost)
+                row_stats = cost.stats
+            stats.append(SweepRow(limit, row_stats))
             progress.done(done, f"limit {limit:,} tokens")
     return SweepRows(stats, costs)
 

@@ -6,8 +6,9 @@ the page caches and reports progress per limit instead, so it needs one limit's 
 keeps what the priced sweep reads (the replay's stats and the two per-request arrays that
 prompt-cache pricing reads), whatever the pricing; :func:`cost_row` prices a run into the
 :func:`convmem.sweep_limit_costs` row, equal to it field for field (tests/test_sweep_rows.py).
-The stats rows stay :func:`convmem.sweep_limits`' own (one limit per call), equal to each limit's
-``replay(...).stats`` (docs/decisions.md).
+A priced row's stats are the limit's ``replay(...).stats``, equal to its :func:`convmem.sweep_limits`
+row (docs/decisions.md), so the page takes the stats row from it; without a pricing the page runs
+sweep_limits' stats-only pass.
 """
 
 from __future__ import annotations

@@ -102,6 +102,8 @@ def test_per_limit_rows_equal_the_whole_sweeps(convs, settings):
         stats = [sweep_limits(conv.messages, settings.at_limit(limit), [limit])[0] for limit in LIMITS]
         assert stats == sweep_limits(conv.messages, settings, LIMITS), conv.id
         runs = [limit_run(conv.messages, settings.at_limit(limit)) for limit in LIMITS]
+        # the page takes a priced limit's stats row from its replay: equal to the stats pass
+        assert [r.stats for r in runs] == [row.stats for row in stats], conv.id
         for pricing in (ANTHROPIC_SONNET, OPENAI_GPT):
             assert [cost_row(r, pricing) for r in runs] == sweep_limit_costs(
                 conv.messages, settings, LIMITS, pricing
@@ -113,9 +115,9 @@ def test_cached_sweep_rows_equal_the_whole_sweeps_and_a_missing_pricing_keeps_th
     if not SAMPLE.is_file():
         pytest.skip(f"{SAMPLE} not generated yet (scripts/make_sample_data.py)")
     conv = cb.get_dataset("sample").conversations[0]
-    settings = HistorySettings(1_000, 600, pin_system=True)
-    got = cb.get_sweep_rows("sample", conv.id, settings, LIMITS, OPENAI_GPT)
-    assert got.stats == sweep_limits(conv.messages, settings, LIMITS)
-    assert got.costs == sweep_limit_costs(conv.messages, settings, LIMITS, OPENAI_GPT)
-    unpriced = cb.get_sweep_rows("sample", conv.id, settings, LIMITS[::-1], None)
-    assert unpriced.costs is None and unpriced.stats == got.stats[::-1]
+    for settings in (HistorySettings(1_000, 600, pin_system=True), HistorySettings(1_000, clear_trigger=400, clear_keep=1)):
+        got = cb.get_sweep_rows("sample", conv.id, settings, LIMITS, OPENAI_GPT)
+        assert got.stats == sweep_limits(conv.messages, settings, LIMITS)
+        assert got.costs == sweep_limit_costs(conv.messages, settings, LIMITS, OPENAI_GPT)
+        unpriced = cb.get_sweep_rows("sample", conv.id, settings, LIMITS[::-1], None)
+        assert unpriced.costs is None and unpriced.stats == got.stats[::-1]
