@@ -75,26 +75,31 @@ def cpu_once(fn) -> float:
     return time.process_time() - t0
 
 
-def walk_vs_history(messages, limit: int, target: int, repeat: int) -> None:
-    """Replay CPU time through the policy walk and through History.add, per combination."""
+def walk_vs_history(messages, limit: int, target: int, repeat: int, summary_budget: int | None = None) -> None:
+    """Replay CPU time through the policy walk and through History.add, per combination (with
+    summaries of ``summary_budget`` tokens when given; the summary lines are counted once first,
+    so both sides find them in the process-wide line cache)."""
     replay_module = importlib.import_module("convmem.replay")  # (convmem.replay is the function)
     applies = replay_module._policy_walk_applies
 
     def through_history(s: HistorySettings) -> None:
-        replay_module._policy_walk_applies = lambda h: False
+        replay_module._policy_walk_applies = lambda *args: False
         try:
             replay(messages, s)
         finally:
             replay_module._policy_walk_applies = applies
 
+    if summary_budget is not None:
+        replay(messages, HistorySettings(limit, summary_budget=summary_budget))  # count the lines once
     print(f"replay CPU time of {len(messages):,} messages (generate_conversation, seed 7), limit {limit:,}, "
-          f"median of {repeat}, walk vs History.add; load {os.getloadavg()[0]:.2f}")
+          f"summary budget {summary_budget}, median of {repeat}, walk vs History.add; "
+          f"load {os.getloadavg()[0]:.2f}")
     print(f"{'policies':<52} {'target':>7} {'walk s':>7} {'History s':>9} {'ratio':>6}")
     for t in (None, target):
         for bits in itertools.product([False, True], repeat=4):
             if not any(bits):
                 continue
-            s = HistorySettings(limit, target=t, **dict(zip(POLICIES, bits)))
+            s = HistorySettings(limit, target=t, summary_budget=summary_budget, **dict(zip(POLICIES, bits)))
             walk, hist = [], []
             for _ in range(repeat):
                 walk.append(cpu_once(lambda: replay(messages, s)))
@@ -112,12 +117,14 @@ def main() -> None:
     parser.add_argument("--limit", type=int, default=31_000)
     parser.add_argument("--target", type=int, default=24_000)
     parser.add_argument("--walk", action="store_true", help="replay's policy walk vs History.add")
+    parser.add_argument("--summary-budget", type=int, default=None,
+                        help="with --walk: summaries of this many tokens (the page's default is limit / 10)")
     args = parser.parse_args()
     if args.walk:
         from convmem.synthetic import generate_conversation
 
         messages = generate_conversation(args.n, seed=7).messages
-        walk_vs_history(messages, args.limit, args.target, args.repeat)
+        walk_vs_history(messages, args.limit, args.target, args.repeat, args.summary_budget)
         return
 
     from convmem_dashboard.data import get_dataset

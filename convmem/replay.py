@@ -282,16 +282,16 @@ class CompactionLog(Sequence[Compaction]):
         cls, records: list[tuple], seqs: list[int], messages: tuple[Message, ...], drop_reason: tuple[str | None, ...]
     ) -> CompactionLog:
         """The log of :func:`_walk_policies`' columns (see :class:`_PolicyWalk`): ``records`` as
-        ``(step, message_id, trigger, total_before, total_after, end)``, their drops the steps
+        ``(step, message_id, trigger, total_before, total_after, end, SummaryEvent | None)``, their drops the steps
         ``seqs[previous end:end]``, each drop's message and reason ``messages[seq]`` and
         ``drop_reason[seq]`` (the replay's own tuples, shared, not copied). C-level unzipping,
         O(records + drops)."""
         log = cls.__new__(cls)
         log._built = {}
-        steps, ids, triggers, before, after, ends = zip(*records) if records else ((),) * 6
+        steps, ids, triggers, before, after, ends, events = zip(*records) if records else ((),) * 7
         log.steps, log.message_ids, log.triggers = steps, ids, triggers
         log.totals_before, log.totals_after = before, after
-        log._events = (None,) * len(steps)
+        log._events = events
         log._starts = starts = array("q", (0, *ends))
         log.dropped_counts = tuple(map(sub, ends, starts))
         log._seqs = array("q", seqs)
@@ -548,7 +548,7 @@ def _replay(
     history = settings.build(count_tokens, tool_names=tool_names, on_clearing=clearings.append, thinking=thinking)
     _check_messages(messages)
     h = history
-    if _policy_walk_applies(h):
+    if _policy_walk_applies(h, messages, count_tokens):
         return _replay_policies(messages, settings, h)
     records: deque[tuple] = deque()
     history._records = records  # every record, in order (History appends each one here)
@@ -705,17 +705,12 @@ def _summary_walk_applies(messages, settings: HistorySettings, h: History, count
     start_on_user or clearing policy, the replay's own ExtractiveSummarizer under convmem's own
     counters (which never raise on a str), and no message id that a summary id could repeat
     (History refuses such an add; the walk leaves those to History)."""
-    summarizer = h._summarizer
     if (
         settings.pin_system or settings.pin_latest_user or settings.keep_tool_groups or settings.start_on_user
         or settings.clear_trigger is not None or settings.clear_thinking_keep is not None
-        or type(summarizer) is not ExtractiveSummarizer or summarizer.calls
     ):
         return False
-    if count_tokens is not None and _own_counter_memo(count_tokens) is None:
-        return False
-    prefix = summarizer.id_prefix + "-"
-    return not any(map(methodcaller("startswith", prefix), map(_ID, messages)))
+    return _summarizer_walkable(messages, h, count_tokens)
 
 
 def _walk_summaries(
@@ -903,23 +898,44 @@ def _walk_base_rule(
     return totals, kept, tuple(messages[lo:])
 
 
-def _policy_walk_applies(h: History) -> bool:
+def _policy_walk_applies(h: History, messages: Sequence[Message] = (), count_tokens=None) -> bool:
     """Whether :func:`_walk_policies` may stand in for History.add: at least one of pin_system,
-    pin_latest_user, keep_tool_groups and start_on_user on (a target or not), no summarizer and no
-    clearing. (Summaries with policies, and clearing, are left to History.)"""
-    return not h._plain and h._summarizer is None and not h._editing
+    pin_latest_user, keep_tool_groups and start_on_user on (a target or not) and no clearing; with
+    a summarizer, only under the conditions of the summary walk (:func:`_summarizer_walkable`).
+    (Clearing is left to History; summaries with no other policy take :func:`_walk_summaries`.)"""
+    if h._editing or not (h._pin_system or h._pin_latest_user or h._keep_tool_groups or h._start_on_user):
+        return False
+    return h._summarizer is None or _summarizer_walkable(messages, h, count_tokens)
+
+
+def _summarizer_walkable(messages: Sequence[Message], h: History, count_tokens) -> bool:
+    """Whether a walk may run ``h``'s summarizer itself instead of History: the replay's own
+    ExtractiveSummarizer, not called yet, under convmem's own counters (which never raise on a
+    str), and no message id that a summary id could repeat (History refuses such an add, and
+    refuses a summary whose id is kept; the walks leave those cases to History). O(n)."""
+    summarizer = h._summarizer
+    if type(summarizer) is not ExtractiveSummarizer or summarizer.calls:
+        return False
+    if count_tokens is not None and _own_counter_memo(count_tokens) is None:
+        return False
+    prefix = summarizer.id_prefix + "-"
+    return not any(map(methodcaller("startswith", prefix), map(_ID, messages)))
 
 
 @dataclass(slots=True)
 class _PolicyWalk:
     """What :func:`_walk_policies` found, as columns: no tuple per drop, one per record.
 
-    ``totals`` and ``kept_counts`` per add; ``dropped_at``, ``drop_reason`` and ``prefix_changed``
-    are Replay's own columns (per message / per add), filled by the walk as it drops. ``records``
-    holds History's records as ``(step, message_id, trigger, total_before, total_after, end)``:
-    the record's drops are the steps ``seqs[previous end:end]``, in step order (each a message's
-    index; its reason is ``drop_reason[seq]``). ``arrivals`` counts the records that only refused
-    a tool result on arrival (not compactions).
+    ``totals`` and ``kept_counts`` per add (the summary included); ``dropped_at``, ``drop_reason``
+    and ``prefix_changed`` are Replay's own columns (per message / per add), filled by the walk as
+    it drops. ``records`` holds History's records as ``(step, message_id, trigger, total_before,
+    total_after, end, SummaryEvent | None)``: the record's drops are the steps ``seqs[previous
+    end:end]``, in step order (each a message's index; its reason is ``drop_reason[seq]``).
+    ``arrivals`` counts the records that only refused a tool result on arrival (not compactions).
+
+    With a summarizer: ``summarized`` (per message, else None), the accepted summaries as they
+    stand after their add (``summaries``), the outcome counts, and ``summary_delta``, the net
+    tokens the summaries added to the running total over the whole walk.
     """
 
     totals: list[int]
@@ -931,13 +947,18 @@ class _PolicyWalk:
     drop_reason: list[str | None]
     prefix_changed: list[bool]
     arrivals: int
+    summarized: list[bool] | None = None
+    summaries: list[Message | None] = field(default_factory=list)
+    accepted: int = 0
+    rejected: int = 0
+    summary_delta: int = 0
 
     def stats(self, limit: int) -> ReplayStats:
         """The replay's :class:`ReplayStats` under ``limit``, from the columns (C-level sums, O(n)).
 
-        The tokens dropped are the records' total_before minus total_after: every drop (a pin let
-        go included) leaves the running total by its own tokens, and nothing else does here (no
-        summary, no clearing)."""
+        The tokens dropped are the records' total_before minus total_after plus what the summaries
+        added: every drop (a pin let go included) leaves the running total by its own tokens, and
+        only a summary taken in or out changes it otherwise (no clearing here)."""
         totals = self.totals
         records = self.records
         n = len(totals)
@@ -947,10 +968,10 @@ class _PolicyWalk:
             mean_context=(tokens_sent / n) if n else 0.0,
             max_context=max(totals, default=0),
             messages_dropped=len(self.seqs),
-            tokens_dropped=sum(map(_TOTAL_BEFORE, records)) - sum(map(_TOTAL_AFTER, records)),
+            tokens_dropped=sum(map(_TOTAL_BEFORE, records)) - sum(map(_TOTAL_AFTER, records)) + self.summary_delta,
             prefix_changes=sum(self.prefix_changed),
-            summaries_accepted=0,
-            summaries_rejected=0,
+            summaries_accepted=self.accepted,
+            summaries_rejected=self.rejected,
             over_limit_steps=sum(map(limit.__lt__, totals)),
             tokens_sent=tokens_sent,
         )
@@ -958,7 +979,8 @@ class _PolicyWalk:
 
 def _replay_policies(messages: Sequence[Message], settings: HistorySettings, h: History) -> Replay:
     """:func:`replay` through :func:`_walk_policies`: the walk's columns become the Replay as they
-    are (no pass over the records), its records a columnar :class:`CompactionLog`. O(n + drops)."""
+    are (no pass over the records), its records a columnar :class:`CompactionLog`, its summaries a
+    :class:`SummaryLog` of the deferred summarizer's spans. O(n + drops)."""
     walk = _walk_policies(messages, h)
     messages = tuple(messages)
     n = len(messages)
@@ -971,20 +993,28 @@ def _replay_policies(messages: Sequence[Message], settings: HistorySettings, h: 
         prefix_changed=tuple(walk.prefix_changed),
         dropped_at=tuple(walk.dropped_at),
         drop_reason=drop_reason,
-        summarized=(False,) * n,
+        summarized=(False,) * n if walk.summarized is None else tuple(walk.summarized),
         compactions=CompactionLog._of_columns(walk.records, walk.seqs, messages, drop_reason),
         final_context=walk.final_context,
         stats=walk.stats(settings.limit),
-        summaries=SummaryLog(),
+        summaries=_summary_log(h, walk.summaries),
         cleared_at=(None,) * n,
     )
 
 
 def _walk_policies(messages: Sequence[Message], h: History) -> _PolicyWalk:
-    """History's pin, tool-group and start_on_user rules (any combination, a target or not; no
-    summary, no clearing) without History.add, as a :class:`_PolicyWalk`: the totals and kept
-    counts after each add, the final context, History's records (the fields of the tuples
-    ``History._finish`` makes, their drops as columns) and Replay's per-message drop columns.
+    """History's pin, tool-group and start_on_user rules (any combination, a target or not, with
+    or without a summarizer; no clearing) without History.add, as a :class:`_PolicyWalk`: the
+    totals and kept counts after each add, the final context, History's records (the fields of
+    the tuples ``History._finish`` makes, their drops as columns) and Replay's per-message drop
+    columns.
+
+    With ``h``'s summarizer (an ExtractiveSummarizer the caller checked with
+    :func:`_summarizer_walkable`; put in deferred mode here), each compaction hands its drops, in
+    step order, to the summarizer and takes its summary in or refuses it, then takes the summary
+    out when the pins leave no room for it, as ``History._finish``, ``_summarize`` and
+    ``_remove_summary`` do (the same reasons, word for word); compaction stops at the goal plus
+    the summary's tokens, as in ``History._compact``.
 
     One loop with History's state in locals: the same head of passed-over pins, run deque, lazy
     deletion of tool results dropped with their call, groups by call id and by position, the moving
@@ -1003,6 +1033,18 @@ def _walk_policies(messages: Sequence[Message], h: History) -> _PolicyWalk:
     limit = h._limit
     goal = h._goal
     n = len(messages)
+    summarizer = h._summarizer
+    if summarizer is not None:
+        summarizer._defer()  # summaries as spans of its line log; texts built on access
+        summarizer._preload(messages)  # a run of consecutive drops: its lines appended ahead
+        summarize = summarizer._call_steps
+    budget = h._budget
+    summary: Message | None = None  # the summary in place
+    s_tokens = 0  # its tokens (part of total)
+    s_delta = 0  # the net tokens summaries added to total
+    accepted = rejected = 0
+    summaries: list[Message | None] = []
+    summarized = [False] * n if summarizer is not None else None
     totals = [0] * n
     kept_counts = [0] * n
     dropped_at: list[int | None] = [None] * n
@@ -1067,7 +1109,7 @@ def _walk_policies(messages: Sequence[Message], h: History) -> _PolicyWalk:
                     drop_reason[step] = TOOL_GROUP
                     drop(step)
                     arrivals += 1
-                    append_record((step, m.id, TRIGGER_ARRIVAL, total + m.tokens, total, len(seqs)))
+                    append_record((step, m.id, TRIGGER_ARRIVAL, total + m.tokens, total, len(seqs), None))
                     totals[step] = total
                     kept_counts[step] = kept
                     step += 1
@@ -1095,8 +1137,10 @@ def _walk_policies(messages: Sequence[Message], h: History) -> _PolicyWalk:
             drop(seq)
             moved = None
         unordered = False
-        # History._compact: drop from the oldest end until the total fits the goal.
-        while total > goal and run:
+        # History._compact: drop from the oldest end until the total fits the goal (plus the
+        # summary's tokens: the summary is never dropped here).
+        stop_at = goal + s_tokens
+        while total > stop_at and run:
             x = popleft()
             seq = x[0]
             if dead and seq in dead:
@@ -1166,18 +1210,68 @@ def _walk_policies(messages: Sequence[Message], h: History) -> _PolicyWalk:
                             kept -= len(group)
                             unordered = True
                 i = 0
+        event = None
         if len(seqs) > first:
             if unordered:
                 seqs[first:] = sorted(seqs[first:])
-            append_record((step, m.id, trigger, peak, total, len(seqs)))
-            if seqs[first] < step:  # the oldest drop is older than this add: the prefix changed
+            if summarizer is not None:
+                # History._finish / _summarize: the drops, oldest first, to the summarizer.
+                new = summarize(summary, seqs[first:])
+                t = new.tokens
+                if t > budget:
+                    event = SummaryEvent(False, new.id, t, budget, reason=(
+                        f"summary has {t} tokens, over the summary_budget of {budget}"))
+                elif total - s_tokens + t > limit:
+                    event = SummaryEvent(False, new.id, t, budget, reason=(
+                        f"summary has {t} tokens; with the pinned messages the total would be "
+                        f"{total - s_tokens + t}, over the limit of {limit}"))
+                else:
+                    total += t - s_tokens
+                    s_delta += t - s_tokens
+                    kept += summary is None
+                    event = SummaryEvent(True, new.id, t, budget,
+                                         replaced_id=summary.id if summary is not None else None)
+                    summary, s_tokens = new, t
+        if summary is not None and total > limit:
+            # History._remove_summary: the pinned messages leave no room for it.
+            why = (
+                f"summary {summary.id!r} removed: the pinned messages leave no room for its "
+                f"{summary.tokens} tokens under the limit of {limit}"
+            )
+            if event is None:
+                event = SummaryEvent(False, summary.id, summary.tokens, budget, reason=why, removed_id=summary.id)
+            else:
+                event = SummaryEvent(event.accepted, event.id, event.tokens, event.budget,
+                                     replaced_id=event.replaced_id,
+                                     reason=f"{event.reason}; {why}" if event.reason else why,
+                                     removed_id=summary.id)
+            total -= s_tokens
+            s_delta -= s_tokens
+            kept -= 1
+            summary, s_tokens = None, 0
+        if len(seqs) > first or event is not None:
+            append_record((step, m.id, trigger, peak, total, len(seqs), event))
+            # The prefix changed when an older message left, or a summary came in or went.
+            changed = len(seqs) > first and seqs[first] < step
+            if event is not None:
+                a, r, c = _event_outcome(event)
+                accepted += a
+                rejected += r
+                changed = changed or c
+                if a:
+                    summaries.append(summary)  # (an accepted summary fits the limit: never removed by its own add)
+                    for seq in seqs[first:]:
+                        summarized[seq] = True
+            if changed:
                 prefix[step] = True
         totals[step] = total
         kept_counts[step] = kept
         step += 1
+    context = _policy_context(head, head_user, run, dead, frontier,
+                              None if summary is None else _full_summary(summarizer, summary))
     return _PolicyWalk(
-        totals, kept_counts, _policy_context(head, head_user, run, dead), records, seqs, dropped_at, drop_reason,
-        prefix, arrivals,
+        totals, kept_counts, context, records, seqs, dropped_at, drop_reason, prefix, arrivals,
+        summarized, summaries, accepted, rejected, s_delta,
     )
 
 
@@ -1210,10 +1304,13 @@ def _drop_group(
 
 
 def _policy_context(
-    head: list[tuple], head_user: tuple | None, run: deque[tuple], dead: set[int]
+    head: list[tuple], head_user: tuple | None, run: deque[tuple], dead: set[int], frontier: int = -1,
+    summary: Message | None = None,
 ) -> tuple[Message, ...]:
-    """The final context of :func:`_walk_policies`, as ``History.context`` builds it (no summary):
-    the passed-over pins and the live run, in step order. O(kept log kept) at worst."""
+    """The final context of :func:`_walk_policies`, as ``History.context`` builds it: the
+    passed-over pins and the live run, in step order, and ``summary`` (or None) before the first
+    message newer than ``frontier`` (the newest message dropped from the oldest end). O(kept log
+    kept) at worst."""
     if head_user is not None:
         head = sorted([*head, head_user], key=_FIRST)
     items = [x for x in run if x[0] not in dead] if dead else list(run)
@@ -1221,7 +1318,10 @@ def _policy_context(
         items = sorted([*head, *items], key=_FIRST)
     else:
         items = [*head, *items]
-    return tuple(map(_SECOND, items))
+    out = list(map(_SECOND, items))
+    if summary is not None:
+        out.insert(next((i for i, x in enumerate(items) if x[0] > frontier), len(items)), summary)
+    return tuple(out)
 
 
 def context_at(
@@ -1271,8 +1371,8 @@ def sweep_limits(
     per-step arrays or records are built: the messages are validated once, then each limit runs
     a stats-only pass. With no pin, group or summary policy on (the base rule, with or without a
     target) that pass is a two-pointer walk over the token counts (no History at all); with pins,
-    tool groups or start_on_user and no summaries or clearing it is replay's policy walk; with
-    summaries alone, replay's summary walk; otherwise it drives a History. Each folds every
+    tool groups or start_on_user and no clearing (summaries or not) it is replay's policy walk;
+    with summaries alone, replay's summary walk; otherwise (clearing) it drives a History. Each folds every
     compaction into running sums (the policy walk's stats are sums over its columns).
 
     Complexity: O(len(limits) * n) plus History's own cost per add when a policy is on; O(n)
@@ -1405,8 +1505,8 @@ def _history_stats(
 
     history = settings.build(count_tokens, tool_names=tool_names, on_clearing=on_clearing, thinking=thinking)
     limit = settings.limit
-    if _policy_walk_applies(history):
-        # Pins, tool groups and start_on_user without summaries or clearing: replay's walk.
+    if _policy_walk_applies(history, messages, count_tokens):
+        # Pins, tool groups and start_on_user (summaries or not) without clearing: replay's walk.
         return _walk_policies(messages, history).stats(limit)
     acc = [0, 0, 0, 0, 0, 0]  # compactions, dropped, dropped tokens, prefix, accepted, rejected
 

@@ -554,6 +554,23 @@ class ExtractiveSummarizer:
         self._pre_end = stop
         return self._close(count, memo, stop + base)
 
+    def _call_steps(self, previous: Message | None, steps: Sequence[int]) -> Message:
+        """``self(previous, [messages[k] for k in steps])`` for the messages given to
+        :meth:`_preload` (``steps`` increasing, not empty): the same summary, recorded the same
+        way. A run of consecutive steps is :meth:`_call_range`; any other (a compaction that
+        passed over pinned messages) drops the lines appended ahead and runs the plain call,
+        after which later runs are preloaded again from the newest step. O(log n) amortized for a
+        run that starts where the last call ended, else O(len(steps) + PRELOAD_BLOCK)."""
+        first, stop = steps[0], steps[-1] + 1
+        if stop - first == len(steps):
+            return self._call_range(previous, first, stop)
+        messages = self._pre
+        self._unload()
+        out = self(previous, list(map(messages.__getitem__, steps)))
+        self._pre_base = len(self._log) - stop
+        self._pre_end = self._pre_stop = stop
+        return out
+
     def _unload(self) -> None:
         """Drop the lines appended ahead of their calls (the log ends at the last summarized
         message again). O(lines dropped)."""

@@ -1,7 +1,7 @@
 """replay's policy walk (convmem.replay._walk_policies) against History, with hypothesis.
 
-With any of pin_system, pin_latest_user, keep_tool_groups and start_on_user on (a target or not;
-no summaries, no clearing), replay and sweep_limits walk the conversation in one loop instead of
+With any of pin_system, pin_latest_user, keep_tool_groups and start_on_user on (a target or not,
+summaries or not; no clearing), replay and sweep_limits walk the conversation in one loop instead of
 driving History.add per message (issue 10 item 3). History is the reference: for each of the 15
 non-empty combinations of the four flags, without and with a target, the whole Replay (totals, kept
 counts, drop steps and reasons, prefix changes, every compaction record, the final context, the
@@ -14,6 +14,7 @@ conversations are replayed under every combination too.
 
 from __future__ import annotations
 
+import dataclasses
 import importlib
 import itertools
 from unittest import mock
@@ -22,7 +23,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from convmem import HistorySettings, load_conversations, replay, sweep_limits
+from convmem import HistorySettings, Message, load_conversations, replay, sweep_limits
 from reference_replay import reference_replay
 from test_history_properties import KINDS, conversations
 from test_replay_reference import assert_same, unique
@@ -38,14 +39,14 @@ def combo_id(flags: dict) -> str:
     return "+".join(name for name, on in flags.items() if on)
 
 
-def walked(s: HistorySettings) -> bool:
-    """True when replay takes the policy walk for ``s`` (the path under test)."""
-    return replay_module._policy_walk_applies(s.build())
+def walked(s: HistorySettings, msgs=()) -> bool:
+    """True when replay takes the policy walk for ``s`` on ``msgs`` (the path under test)."""
+    return replay_module._policy_walk_applies(s.build(), msgs, None)
 
 
 def history_sweep(msgs, s: HistorySettings, limits) -> list:
     """sweep_limits through History.add (the walk switched off)."""
-    with mock.patch.object(replay_module, "_policy_walk_applies", lambda h: False):
+    with mock.patch.object(replay_module, "_policy_walk_applies", lambda *args: False):
         return sweep_limits(msgs, s, limits)
 
 
@@ -72,12 +73,101 @@ def test_policy_walk_equals_history(flags, with_target):
     check()
 
 
-def test_policy_walk_is_not_taken_with_summaries_or_clearing():
-    assert not walked(HistorySettings(100, pin_system=True, summary_budget=10))
+def test_policy_walk_is_taken_with_summaries_and_not_with_clearing():
+    assert walked(HistorySettings(100, pin_system=True, summary_budget=10))
     assert not walked(HistorySettings(100, keep_tool_groups=True, clear_trigger=50))
     assert not walked(HistorySettings(100, start_on_user=True, clear_thinking_keep=1))
     assert not walked(HistorySettings(100))  # the base rule has its own walk
+    assert not walked(HistorySettings(100, summary_budget=10))  # so do summaries alone
     assert all(walked(HistorySettings(100, 60, **flags)) for flags in COMBOS)
+    assert all(walked(HistorySettings(100, 60, summary_budget=20, **flags)) for flags in COMBOS)
+    # A message id a summary id could repeat: History decides (it refuses such an add).
+    s = HistorySettings(100, pin_system=True, summary_budget=10)
+    assert not walked(s, [Message("summary-1", "user", 1)])
+    assert walked(s, [Message("summary", "user", 1), Message("my-summary-1", "user", 1)])
+    # A summarizer counter that is not convmem's own: History decides.
+    assert not replay_module._policy_walk_applies(s.build(len), (), len)
+
+
+#: Words for message contents: summaries are lines of them, clipped to the budget.
+WORDS = ("order", "refund", "item", "9472105831", "shipped", "the", "a", "Yes.", "no?", "—", "emoji 🙂", "x" * 30)
+
+
+@st.composite
+def with_contents(draw, msgs: list[Message]) -> list[Message]:
+    """``msgs`` with a text on most of them (empty, one word, or a long run of words)."""
+    out = []
+    for m in msgs:
+        kind = draw(st.sampled_from(["none", "empty", "short", "long", "long"]))
+        if kind == "none":
+            out.append(m)
+            continue
+        n = {"empty": 0, "short": 1}.get(kind) or draw(st.integers(2, 60))
+        text = " ".join(draw(st.lists(st.sampled_from(WORDS), min_size=n, max_size=n)))
+        out.append(dataclasses.replace(m, content=text))
+    return out
+
+
+@st.composite
+def summary_cases(draw, flags: dict):
+    limit = draw(st.one_of(st.integers(0, 40), st.integers(40, 400)))
+    target = draw(st.one_of(st.none(), st.integers(0, limit)))
+    budget = draw(st.integers(0, limit if target is None else target))
+    msgs = draw(with_contents(unique(draw(conversations(limit, 40, KINDS)))))
+    limits = draw(st.lists(st.integers(0, 400), min_size=1, max_size=3))
+    return HistorySettings(limit, target, summary_budget=budget, **flags), msgs, limits
+
+
+@pytest.mark.parametrize("flags", COMBOS, ids=combo_id)
+def test_policy_walk_with_summaries_equals_history(flags):
+    """Summaries with every combination of the four flags (a target or not): the same Replay as the
+    per-add reference (its summarizer eager, so every summary's text is compared too), and the same
+    sweep as History's."""
+
+    @settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+    @given(summary_cases(flags))
+    def check(case):
+        s, msgs, limits = case
+        assert walked(s, msgs)
+        assert_same(replay(msgs, s), reference_replay(msgs, s, None))
+        assert sweep_limits(msgs, s, limits) == history_sweep(msgs, s, limits)
+
+    check()
+
+
+def test_policy_walk_with_summaries_covers_every_summary_outcome():
+    """One synthetic conversation per outcome History can record with pins on: accepted, refused
+    over the budget, refused over the limit (the pins leave no room), removed later."""
+    from convmem.synthetic import generate_conversation
+
+    msgs = list(generate_conversation(2_000, seed=11).messages)
+    reasons = set()
+    for s in (HistorySettings.all_policies(3_000, 2_500, 400), HistorySettings.all_policies(1_300, None, 1),
+              HistorySettings(1_300, pin_system=True, pin_latest_user=True, summary_budget=600)):
+        got = replay(msgs, s)
+        assert_same(got, reference_replay(msgs, s, None))
+        for _step, event in got.compactions.summary_events:
+            if event.accepted:
+                reasons.add("accepted")
+            elif "over the summary_budget" in event.reason:
+                reasons.add("over budget")  # a budget of 1 is under the header's 2 tokens
+            elif "with the pinned messages the total would be" in event.reason:
+                reasons.add("over limit")
+            if event.removed_id:
+                reasons.add("removed")
+    assert reasons == {"accepted", "over budget", "over limit", "removed"}
+
+
+def test_policy_walk_with_summaries_leaves_a_summary_id_collision_to_history():
+    """A message whose id a summary would repeat: replay takes History's path and matches it
+    (History refuses the summary whose id is a kept message's)."""
+    msgs = [Message("s0", "system", 5, content="rules")] + [
+        Message(f"summary-{i}" if i == 3 else f"m{i}", "user" if i % 2 else "assistant", 9, content=f"turn {i} text")
+        for i in range(1, 30)
+    ]
+    s = HistorySettings(60, pin_system=True, summary_budget=20)
+    assert not walked(s, msgs)
+    assert_same(replay(msgs, s), reference_replay(msgs, s, None))
 
 
 @pytest.mark.parametrize("flags", COMBOS, ids=combo_id)
@@ -120,3 +210,19 @@ def test_policy_walk_on_every_real_retail_conversation(retail, flags):
     s = HistorySettings(4_000, 3_000, **flags)
     assert_same(replay(stream, s), reference_replay(stream, s, None))
     assert sweep_limits(stream, s, [1_000, 8_000]) == history_sweep(stream, s, [1_000, 8_000])
+
+
+@pytest.mark.realdata
+def test_policy_walk_with_summaries_on_every_real_retail_conversation(retail):
+    """All 115 retail conversations under every combination with summaries (limits 1,500 and
+    4,000, a target or not): the same Replay as the per-add reference."""
+    accepted = 0
+    for flags in COMBOS:
+        for conv in retail:
+            msgs = list(conv.messages)
+            for s in (HistorySettings(1_500, None, summary_budget=300, **flags),
+                      HistorySettings(4_000, 3_000, summary_budget=500, **flags)):
+                got = replay(msgs, s)
+                assert_same(got, reference_replay(msgs, s, None))
+                accepted += got.stats.summaries_accepted
+    assert accepted > 0
