@@ -529,11 +529,14 @@ class Builder:
 
     def add_plain(self, pos: int, role: str, provider_role: str, content: str | None,
                   record: Any, name: str | None, images: Sequence[Any],
-                  tokens: int | None) -> None:
-        """:meth:`add` for a message with no tool calls that answers none, whole record, no own
-        id (the hot path of a load: most messages)."""
+                  tokens: int | None, own_id: Any = None) -> None:
+        """:meth:`add` for a message with no tool calls that answers none, whole record, its
+        own id or none (the hot path of a load: most messages)."""
         messages = self.messages
-        msg_id = f"{self.conv_id}:{len(messages)}"
+        if own_id is None:
+            msg_id = f"{self.conv_id}:{len(messages)}"
+        else:
+            msg_id = self.message_id(own_id, pos)
         ids = self.ids
         if msg_id in ids:
             self.ctx.fail(f"duplicate message id {msg_id!r} in conversation {self.conv_id!r}",
