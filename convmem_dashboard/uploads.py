@@ -37,7 +37,7 @@ from collections import OrderedDict
 from collections.abc import Sequence
 from typing import Any
 
-from convmem import MAX_TOKENS, Conversation, FormatError, check_text
+from convmem import MAX_TOKENS, Conversation, FormatError, Message, check_text
 
 __all__ = [
     "MAX_UPLOAD_MESSAGES",
@@ -116,15 +116,32 @@ def estimated_bytes(conversations: Sequence[Conversation]) -> int:
             total += size(x) + _PER_OBJECT
         for t in c.tool_calls:
             total += size(t) + size(t.id) + size(t.name) + size(t.arguments) + size(t.message_id) + 5 * _PER_OBJECT
-        for m in c.messages:
-            total += size(m) + size(m.id) + size(m.tokens) + 3 * _PER_OBJECT
-            if m.content is not None:
-                total += size(m.content) + _PER_OBJECT
-            if m.tool_call_ids:
-                total += size(m.tool_call_ids) + _PER_OBJECT
-                total += sum(size(x) + _PER_OBJECT for x in m.tool_call_ids)
-            if m.tool_call_id is not None:
-                total += size(m.tool_call_id) + _PER_OBJECT
+        total += _messages_bytes(c.messages)
+    return total
+
+
+#: sys.getsizeof of a Message: the same for every one (a slotted class has no per-object dict).
+_MESSAGE_BYTES = sys.getsizeof(Message("m", "user", 0))
+
+
+def _messages_bytes(messages: Sequence[Message]) -> int:
+    """sys.getsizeof + 16 of each message and of its id, tokens, content and call ids (objects
+    the records may share: counted again, so still an upper bound). O(messages); the usual
+    types (Message, str, int) without sys.getsizeof's per-call lookup."""
+    size = sys.getsizeof
+    total = 3 * _PER_OBJECT * len(messages)
+    for m in messages:
+        mid, tokens, content = m.id, m.tokens, m.content
+        total += (_MESSAGE_BYTES if type(m) is Message else size(m)) \
+            + (mid.__sizeof__() if type(mid) is str else size(mid)) \
+            + (tokens.__sizeof__() if type(tokens) is int else size(tokens))
+        if content is not None:
+            total += (content.__sizeof__() if type(content) is str else size(content)) + _PER_OBJECT
+        if m.tool_call_ids:
+            total += size(m.tool_call_ids) + _PER_OBJECT
+            total += sum(size(x) + _PER_OBJECT for x in m.tool_call_ids)
+        if m.tool_call_id is not None:
+            total += size(m.tool_call_id) + _PER_OBJECT
     return total
 
 
