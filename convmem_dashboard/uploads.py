@@ -37,7 +37,7 @@ from collections import OrderedDict
 from collections.abc import Sequence
 from typing import Any
 
-from convmem import MAX_TOKENS, Conversation, FormatError, check_text
+from convmem import MAX_TOKENS, Conversation, FormatError, Message, check_text
 
 __all__ = [
     "MAX_UPLOAD_MESSAGES",
@@ -55,29 +55,54 @@ MAX_UPLOAD_MESSAGES = 200_000
 _PER_OBJECT = 16
 
 
+#: What sys.getsizeof adds to ``__sizeof__()`` for a container (the cyclic collector's header).
+#: For the exact types JSON decodes to, ``__sizeof__()`` (+ this for dict, list, tuple) is
+#: sys.getsizeof's answer at a seventh of its cost per call (getsizeof looks the method up).
+_GC_HEAD = sys.getsizeof([]) - [].__sizeof__()
+
+
 def _decoded_bytes(value: Any) -> int:
-    """Upper bound of the bytes a decoded JSON value holds (dicts, lists, str, numbers), each
-    object once (records share strings). Iterative, so deep nesting cannot overflow the stack."""
+    """Upper bound of the bytes a decoded JSON value holds (dicts, lists, tuples, str, numbers):
+    ``sys.getsizeof`` + 16 per object, each object once (records share strings), None and bools
+    not counted (singletons). Iterative, so deep nesting cannot overflow the stack. O(objects).
+    """
     size = sys.getsizeof
-    seen: set[int] = set()
+    seen = {id(None), id(True), id(False)}
     stack = [value]
+    pop, extend, add = stack.pop, stack.extend, seen.add
     total = 0
     while stack:
-        obj = stack.pop()
-        if obj is None or isinstance(obj, bool) or id(obj) in seen:
+        obj = pop()
+        i = id(obj)
+        if i in seen:
             continue
-        seen.add(id(obj))
-        total += size(obj) + _PER_OBJECT
-        if isinstance(obj, dict):
-            stack.extend(obj.keys())
-            stack.extend(obj.values())
-        elif isinstance(obj, (list, tuple)):
-            stack.extend(obj)
-    return total
+        add(i)
+        kind = type(obj)
+        if kind is str or kind is int:  # JSON's leaves: __sizeof__, without getsizeof's call
+            total += obj.__sizeof__()
+        elif kind is dict:
+            total += obj.__sizeof__() + _GC_HEAD
+            extend(obj)
+            extend(obj.values())
+        elif kind is list or kind is tuple:
+            total += obj.__sizeof__() + _GC_HEAD
+            extend(obj)
+        else:
+            total += size(obj)
+            if isinstance(obj, dict):
+                extend(obj.keys())
+                extend(obj.values())
+            elif isinstance(obj, (list, tuple)):
+                extend(obj)
+    return total + _PER_OBJECT * (len(seen) - 3)
 
 
 def estimated_bytes(conversations: Sequence[Conversation]) -> int:
-    """Upper bound of the bytes the parsed ``conversations`` hold (O(total objects))."""
+    """Upper bound of the bytes the parsed ``conversations`` hold (O(total objects)).
+
+    Reads ``listing_ids`` (extracting them when the loader left them lazy), so the ids a page
+    shows later are already counted.
+    """
     size = sys.getsizeof
     total = size(conversations) + _PER_OBJECT
     for c in conversations:
@@ -91,15 +116,32 @@ def estimated_bytes(conversations: Sequence[Conversation]) -> int:
             total += size(x) + _PER_OBJECT
         for t in c.tool_calls:
             total += size(t) + size(t.id) + size(t.name) + size(t.arguments) + size(t.message_id) + 5 * _PER_OBJECT
-        for m in c.messages:
-            total += size(m) + size(m.id) + size(m.tokens) + 3 * _PER_OBJECT
-            if m.content is not None:
-                total += size(m.content) + _PER_OBJECT
-            if m.tool_call_ids:
-                total += size(m.tool_call_ids) + _PER_OBJECT
-                total += sum(size(x) + _PER_OBJECT for x in m.tool_call_ids)
-            if m.tool_call_id is not None:
-                total += size(m.tool_call_id) + _PER_OBJECT
+        total += _messages_bytes(c.messages)
+    return total
+
+
+#: sys.getsizeof of a Message: the same for every one (a slotted class has no per-object dict).
+_MESSAGE_BYTES = sys.getsizeof(Message("m", "user", 0))
+
+
+def _messages_bytes(messages: Sequence[Message]) -> int:
+    """sys.getsizeof + 16 of each message and of its id, tokens, content and call ids (objects
+    the records may share: counted again, so still an upper bound). O(messages); the usual
+    types (Message, str, int) without sys.getsizeof's per-call lookup."""
+    size = sys.getsizeof
+    total = 3 * _PER_OBJECT * len(messages)
+    for m in messages:
+        mid, tokens, content = m.id, m.tokens, m.content
+        total += (_MESSAGE_BYTES if type(m) is Message else size(m)) \
+            + (mid.__sizeof__() if type(mid) is str else size(mid)) \
+            + (tokens.__sizeof__() if type(tokens) is int else size(tokens))
+        if content is not None:
+            total += (content.__sizeof__() if type(content) is str else size(content)) + _PER_OBJECT
+        if m.tool_call_ids:
+            total += size(m.tool_call_ids) + _PER_OBJECT
+            total += sum(size(x) + _PER_OBJECT for x in m.tool_call_ids)
+        if m.tool_call_id is not None:
+            total += size(m.tool_call_id) + _PER_OBJECT
     return total
 
 

@@ -424,7 +424,9 @@ class Builder:
         if not isinstance(own, str) or not own:
             self.ctx.fail(f"message id must be a non-empty string, got {short(own)}",
                           self.where.msg(pos, "id"), own)
-        return self.ctx.text("message id", own, self.where.msg(pos, "id")) + suffix
+        if not own.isascii():  # the position is built only for text that may be at fault
+            self.ctx.text("message id", own, self.where.msg(pos, "id"))
+        return own + suffix
 
     def add(
         self,
@@ -476,11 +478,12 @@ class Builder:
         if calls:
             out = []
             for k, (cid, cname, args) in enumerate(calls):
-                at = self.where.msg(pos, "tool_calls")
-                if cid:
-                    ctx.text("tool call id", cid, at)
-                ctx.text("tool call name", cname, at)
-                ctx.text("tool call arguments", args, at)
+                if not (cname.isascii() and args.isascii() and (not cid or cid.isascii())):
+                    at = self.where.msg(pos, "tool_calls")
+                    if cid:
+                        ctx.text("tool call id", cid, at)
+                    ctx.text("tool call name", cname, at)
+                    ctx.text("tool call arguments", args, at)
                 if not cid:
                     cid = f"{msg_id}#{k}"
                     self.anonymous.append((cid, cname, position))
@@ -494,16 +497,17 @@ class Builder:
                 self.tool_calls.append(new_tool_call(cid, cname, args, msg_id))
             call_ids = tuple(out)
         answer: str | None = None
-        if answers:
+        if answers and not answers.isascii():
             ctx.text("tool_call_id", answers, self.where.msg(pos, answer_field))
-        if content:
+        if content and not content.isascii():
             ctx.text("content", content, self.where.msg(pos, "content"))
         if role == "tool" and (link or answers):
             answer = self._link(answers, by_name, pos, answer_field, position)
         if tokens is None:
             tokens = ctx.count(role, provider_role, content,
                                [(c[1], c[2]) for c in calls] if calls else [], name, images)
-        ctx.tokens(tokens, self.where.msg(pos, "tokens"))  # given or counted: one cap
+        if not 0 <= tokens <= MAX_TOKENS:  # given or counted: one cap
+            ctx.tokens(tokens, self.where.msg(pos, "tokens"))
         message = new_message(msg_id, role, tokens, content, call_ids, answer)
         messages.append(message)
         self.records.append(record)
@@ -525,22 +529,26 @@ class Builder:
 
     def add_plain(self, pos: int, role: str, provider_role: str, content: str | None,
                   record: Any, name: str | None, images: Sequence[Any],
-                  tokens: int | None) -> None:
-        """:meth:`add` for a message with no tool calls that answers none, whole record, no own
-        id (the hot path of a load: most messages)."""
+                  tokens: int | None, own_id: Any = None) -> None:
+        """:meth:`add` for a message with no tool calls that answers none, whole record, its
+        own id or none (the hot path of a load: most messages)."""
         messages = self.messages
-        msg_id = f"{self.conv_id}:{len(messages)}"
+        if own_id is None:
+            msg_id = f"{self.conv_id}:{len(messages)}"
+        else:
+            msg_id = self.message_id(own_id, pos)
         ids = self.ids
         if msg_id in ids:
             self.ctx.fail(f"duplicate message id {msg_id!r} in conversation {self.conv_id!r}",
                           self.where.msg(pos, "id"), msg_id)
         ids.add(msg_id)
         ctx = self.ctx
-        if content:
+        if content and not content.isascii():
             ctx.text("content", content, self.where.msg(pos, "content"))
         if tokens is None:
             tokens = ctx.count(role, provider_role, content, [], name, images)
-        ctx.tokens(tokens, self.where.msg(pos, "tokens"))  # given or counted: one cap
+        if not 0 <= tokens <= MAX_TOKENS:  # given or counted: one cap
+            ctx.tokens(tokens, self.where.msg(pos, "tokens"))
         messages.append(new_message(msg_id, role, tokens, content, (), None))
         self.records.append(record)
         self.proles.append(provider_role)

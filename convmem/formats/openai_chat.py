@@ -30,6 +30,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from ..conversations import Conversation
+from ..limits import MAX_TOKENS
 from ._base import (
     ROLE_MAP,
     Builder,
@@ -230,11 +231,11 @@ def add_messages(ctx: Context, b: Builder, messages: list[Any]) -> None:
                          where.msg(i, "name"), name)
             by_name = name
         tokens = raw.get("tokens")
-        if tokens is not None:
-            tokens = check_tokens(ctx, tokens, where.msg(i, "tokens"))
+        if tokens is not None and (tokens.__class__ is not int or not 0 <= tokens <= MAX_TOKENS):
+            tokens = check_tokens(ctx, tokens, where.msg(i, "tokens"))  # a count maybe at fault
         own = raw.get("id")
-        if not calls and role != "tool" and own is None:
-            b.add_plain(i, role, prole, content, raw, name, images, tokens)
+        if not calls and role != "tool":
+            b.add_plain(i, role, prole, content, raw, name, images, tokens, own)
             continue
         b.add(i, role, prole, content, raw, own_id=own, calls=calls, answers=answers,
               answer_field="tool_call_id", by_name=by_name, name=name, images=images,
