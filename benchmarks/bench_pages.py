@@ -15,7 +15,8 @@ For each page (home, flaky_store, token_budget, listing_eviction), opened with `
   uploaded again), so cached results are hit.
 
 Token budget also gets a matrix (skip it with --no-matrix): for summaries off and on, and each
-policy combination (none, each of the four alone, all four), the time of
+policy combination (none, each of the four alone, all four), then with "Clear tool results" on
+(trigger: the limit, keep 3, clear at least 0) with no policy and with all four, the time of
 - the change that reaches it (toggles flipped: a replay never computed before),
 - one limit step down (new value, summaries and policies kept),
 - the limit back (cached),
@@ -160,43 +161,46 @@ def bench_page(name: str, path: str, key: str | None, data: str, repeat: int, co
 
 POLICY_TOGGLES = ("pin_sys", "pin_user", "tools", "on_user")
 COMBOS = ((), ("pin_sys",), ("pin_user",), ("tools",), ("on_user",), POLICY_TOGGLES)
+CLEARING_COMBOS = ((), POLICY_TOGGLES)  # clearing on: without a policy and with all four
 MATRIX_COLUMNS = ("to this setting", "limit step (new)", "limit back (cached)", "next event", "jump to id")
 
 
-def budget_matrix(data: str, combos=COMBOS, summaries=(False, True)) -> list[dict]:
-    """Token budget: each widget change's rerun time for each (summaries, policies) setting."""
+def budget_matrix(data: str, combos=COMBOS, summaries=(False, True), clearing=(False, True)) -> list[dict]:
+    """Token budget: each widget change's rerun time for each (summaries, clearing, policies)
+    setting (clearing on: the CLEARING_COMBOS only)."""
     at = open_page("pages/token_budget.py", data)
     timed_run(at)
     timed_run(at)
     rows = []
-    for summ in summaries:
-        for combo in combos:
-            for key in POLICY_TOGGLES:
-                at.toggle(key=key).set_value(key in combo)
-            at.toggle(key="sum").set_value(summ)
-            t = {"to this setting": timed_run(at)}
-            slider = at.slider(key="limit")
-            base, step = slider.value, slider.step
-            at.slider(key="limit").set_value(base - step)
-            t["limit step (new)"] = timed_run(at)
-            at.slider(key="limit").set_value(base)
-            t["limit back (cached)"] = timed_run(at)
-            nxt = [b for b in at.button if b.key == "ev_next"]
-            if nxt and not nxt[0].disabled:
-                nxt[0].click()
-                t["next event"] = timed_run(at)
-            else:
-                t["next event"] = float("nan")
-            boxes = [b for b in at.text_input if b.key == "ev_msg"]
-            if boxes:
-                ids = [m.id for m in _dataset(data)[0].messages]
-                boxes[0].set_value(ids[len(ids) // 2])
-                t["jump to id"] = timed_run(at)
-            else:  # a page without the jump (before issue 10)
-                t["jump to id"] = float("nan")
-            rows.append({"summaries": summ, "policies": "+".join(combo) or "none", "times": t})
-            print(f"  summaries {'on ' if summ else 'off'} {'+'.join(combo) or 'none':<28}"
-                  + "".join(f"{t[c]:>12.3f} s" for c in MATRIX_COLUMNS), flush=True)
+    cases = [(s, c, combo) for c in clearing for s in summaries for combo in (CLEARING_COMBOS if c else combos)]
+    for summ, clr, combo in cases:
+        for key in POLICY_TOGGLES:
+            at.toggle(key=key).set_value(key in combo)
+        at.toggle(key="sum").set_value(summ)
+        at.toggle(key="clr").set_value(clr)
+        t = {"to this setting": timed_run(at)}
+        slider = at.slider(key="limit")
+        base, step = slider.value, slider.step
+        at.slider(key="limit").set_value(base - step)
+        t["limit step (new)"] = timed_run(at)
+        at.slider(key="limit").set_value(base)
+        t["limit back (cached)"] = timed_run(at)
+        nxt = [b for b in at.button if b.key == "ev_next"]
+        if nxt and not nxt[0].disabled:
+            nxt[0].click()
+            t["next event"] = timed_run(at)
+        else:
+            t["next event"] = float("nan")
+        boxes = [b for b in at.text_input if b.key == "ev_msg"]
+        if boxes:
+            ids = [m.id for m in _dataset(data)[0].messages]
+            boxes[0].set_value(ids[len(ids) // 2])
+            t["jump to id"] = timed_run(at)
+        else:  # a page without the jump (before issue 10)
+            t["jump to id"] = float("nan")
+        rows.append({"summaries": summ, "clearing": clr, "policies": "+".join(combo) or "none", "times": t})
+        print(f"  summaries {'on ' if summ else 'off'} {'clearing ' if clr else '':<9}{'+'.join(combo) or 'none':<28}"
+              + "".join(f"{t[c]:>12.3f} s" for c in MATRIX_COLUMNS), flush=True)
     return rows
 
 
@@ -233,6 +237,8 @@ def main() -> None:
     parser.add_argument("--no-matrix", action="store_true", help="skip the token budget policy matrix")
     parser.add_argument("--matrix-only", action="store_true", help="only the token budget policy matrix")
     parser.add_argument("--summaries", choices=("off", "on", "both"), default="both", help="matrix rows")
+    parser.add_argument("--clearing", choices=("off", "on", "both"), default="both",
+                        help="matrix rows with 'Clear tool results' off / on (on: no policy and all four)")
     parser.add_argument("--recompile", action="store_true",
                         help="AppTest as is: every run recompiles the scripts (the server compiles once)")
     args = parser.parse_args()
@@ -246,9 +252,9 @@ def main() -> None:
     if not args.no_matrix and "token_budget" in args.pages:
         print(f"baseline (bare AppTest, one st.write): rerun {base_rerun:.4f} s")
         print("token budget, each widget change (seconds):")
-        print("  " + " " * 42 + "".join(c.rjust(14) for c in MATRIX_COLUMNS))
-        summ = {"off": (False,), "on": (True,), "both": (False, True)}[args.summaries]
-        matrix = budget_matrix(args.data, summaries=summ)
+        print("  " + " " * 51 + "".join(c.rjust(14) for c in MATRIX_COLUMNS))
+        choice = {"off": (False,), "on": (True,), "both": (False, True)}
+        matrix = budget_matrix(args.data, summaries=choice[args.summaries], clearing=choice[args.clearing])
         worst = max(max(v for v in r["times"].values() if v == v) for r in matrix)
         print(f"  slowest change: {worst:.3f} s ({worst / base_rerun:.0f}x the baseline rerun), "
               f"{'under' if worst < 1.0 else 'OVER'} the 1 s goal")

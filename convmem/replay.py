@@ -550,6 +550,8 @@ def _replay(
     h = history
     if _policy_walk_applies(h, messages, count_tokens):
         return _replay_policies(messages, settings, h)
+    if _clearing_walk_applies(messages, h):
+        return _replay_clearing(messages, settings, h, clearings)
     records: deque[tuple] = deque()
     history._records = records  # every record, in order (History appends each one here)
     summaries: list[Message | None] = []
@@ -1322,6 +1324,341 @@ def _policy_context(
     if summary is not None:
         out.insert(next((i for i, x in enumerate(items) if x[0] > frontier), len(items)), summary)
     return tuple(out)
+
+
+def _clearing_walk_applies(messages: Sequence[Message], h: History) -> bool:
+    """Whether :func:`_walk_clearing` may stand in for History.add: clearing (tool results or
+    thinking) on, no summarizer, and (with clear_thinking) every assistant message's thinking
+    entry a valid count (History.add raises on a bad one: those replays stay with History, which
+    names it). O(assistant messages) with clear_thinking, O(1) otherwise."""
+    if not h._editing or h._summarizer is not None:
+        return False
+    if h._clear_thinking is None or not h._thinking:
+        return True
+    get = h._thinking.get
+    for m in messages:
+        if m.role == "assistant":
+            think = get(m.id, 0)
+            if think.__class__ is not int or think < 0:
+                return False
+    return True
+
+
+def _replay_clearing(
+    messages: Sequence[Message], settings: HistorySettings, h: History, clearings: list[Clearing]
+) -> Replay:
+    """:func:`replay` through :func:`_walk_clearing` (``clearings`` is the list History's
+    on_clearing fills): the walk's columns become the Replay, the clearings fill ``cleared_at``
+    and their prefix changes. O(n + drops + cleared messages)."""
+    walk, current = _walk_clearing(messages, h)
+    messages = tuple(messages)
+    n = len(messages)
+    prefix = walk.prefix_changed
+    cleared_at: list[int | None] = [None] * n
+    for c in clearings:  # thinking and tool results: up to two per add, in step order
+        step = c.step
+        for x in c.cleared:
+            cleared_at[x.added_step] = step
+            if x.added_step < step:
+                prefix[step] = True  # the prompt changes at the first cleared message
+    drop_reason = tuple(walk.drop_reason)
+    stats = replace(
+        walk.stats(settings.limit),
+        prefix_changes=sum(prefix),
+        clearings=len(clearings),
+        messages_cleared=sum(len(c.cleared) for c in clearings),
+        tokens_cleared=sum(c.freed_tokens for c in clearings),
+    )
+    return Replay(
+        messages=messages,
+        settings=settings,
+        totals=tuple(walk.totals),
+        kept_counts=tuple(walk.kept_counts),
+        prefix_changed=tuple(prefix),
+        dropped_at=tuple(walk.dropped_at),
+        drop_reason=drop_reason,
+        summarized=(False,) * n,
+        # A dropped message is recorded as it was sent until then: a cleared one as its placeholder.
+        compactions=CompactionLog._of_columns(walk.records, walk.seqs, tuple(current), drop_reason),
+        final_context=walk.final_context,
+        stats=stats,
+        summaries=SummaryLog(),
+        clearings=tuple(clearings),
+        cleared_at=tuple(cleared_at),
+    )
+
+
+def _walk_clearing(messages: Sequence[Message], h: History) -> tuple[_PolicyWalk, list[Message]]:
+    """History's add with clearing on (tool results and/or thinking; any pin, tool-group and
+    start_on_user combination, a target or not; no summary) without History.add: the
+    :class:`_PolicyWalk` columns (as :func:`_walk_policies` fills them) and each message as it
+    stands at the end (a cleared one is its placeholder / its thinking-free message, as History's
+    records and context hold it).
+
+    The drops are :func:`_walk_policies`' loop with History's state in locals; the clearing itself
+    is History's own code on ``h`` (``_register_tool``, ``_forget_tool``, ``_clear_pass``,
+    ``_think_pass``: the same queues, gain and records, ``h._total`` synced around each call), so
+    the clearing rules have one source. Items are lists ``[step, message]``, as History's with
+    clearing on: a clearing swaps the message in place. Same order of checks as ``History.add``,
+    ``_compact``, ``_drop_unit`` and ``_finish`` (read them side by side). O(n) plus the drops and
+    the cleared messages; tests/test_replay_clearing_walk.py checks it against History.
+    """
+    pin_system = h._pin_system
+    pin_latest_user = h._pin_latest_user
+    keep_tool_groups = h._keep_tool_groups
+    start_on_user = h._start_on_user
+    limit = h._limit
+    goal = h._goal
+    clear = h._clear
+    clear_trigger = clear.trigger if clear is not None else 0
+    register_tool = h._register_tool
+    forget_tool = h._forget_tool
+    clear_pass = h._clear_pass
+    clear_thinking = h._clear_thinking is not None
+    think_of = h._thinking.get
+    think_pass = h._think_pass
+    think_live = h._think_live
+    think_queue = h._think_queue
+    n = len(messages)
+    totals = [0] * n
+    kept_counts = [0] * n
+    dropped_at: list[int | None] = [None] * n
+    drop_reason: list[str | None] = [None] * n
+    prefix = [False] * n
+    seqs: list[int] = []  # the dropped steps, record after record
+    drop = seqs.append
+    records: list[tuple] = []
+    append_record = records.append
+    arrivals = 0
+    head: list[list] = []  # pinned system messages passed over by compaction, in order
+    head_user = None  # the pinned latest user message, when passed over
+    run: deque[list] = deque()  # the newest contiguous run (may hold dead items)
+    popleft = run.popleft
+    dead: set[int] = set()  # steps of run items dropped with their call, not yet popped
+    groups: dict[str, list] = {}  # tool call id -> group (the list of its result items)
+    group_of: dict[int, list] = {}  # step of a kept assistant message -> its group
+    latest_user = None
+    last_assistant = -1
+    frontier = -1  # step of the newest message dropped from the oldest end
+    total = 0
+    kept = 0
+    moved = None  # the old latest user message a new one's pin let go (History's pin_moved drop)
+    items: list[list] = []  # every item, so each message's final state is read at the end
+    keep_item = items.append
+    step = 0
+    for m in messages:
+        item = [step, m]
+        keep_item(item)
+        role = m.role
+        tokens = m.tokens
+        if role == "user":
+            if pin_latest_user:
+                old = latest_user
+                latest_user = item
+                if old is not None:
+                    if old[0] < frontier:
+                        # Kept only by its pin, cut off from the run: the suffix rule drops it now.
+                        head_user = None
+                        total -= old[1].tokens
+                        kept -= 1
+                        moved = old
+                    elif head_user is old:
+                        head_user = None
+                        run.appendleft(old)
+        elif keep_tool_groups:
+            if role == "assistant":
+                last_assistant = step
+                if m.tool_call_ids:
+                    group = group_of[step] = []
+                    for call_id in m.tool_call_ids:
+                        groups[call_id] = group
+            elif role == "tool":
+                group = None
+                if m.tool_call_id is not None:
+                    group = groups.get(m.tool_call_id)
+                elif last_assistant > frontier:
+                    group = group_of.get(last_assistant)
+                    if group is None:
+                        group = group_of[last_assistant] = []
+                if group is None:
+                    # Refused on arrival (before any clearing): a result never outlives its call.
+                    dropped_at[step] = step
+                    drop_reason[step] = TOOL_GROUP
+                    drop(step)
+                    arrivals += 1
+                    append_record((step, m.id, TRIGGER_ARRIVAL, total + tokens, total, len(seqs)))
+                    totals[step] = total
+                    kept_counts[step] = kept
+                    step += 1
+                    continue
+                group.append(item)
+        # peak: History's total_before (the pin_moved drop not yet taken, clearing's gains taken).
+        peak = total + tokens + (moved[1].tokens if moved is not None else 0)
+        run.append(item)
+        total += tokens
+        kept += 1
+        if clear_thinking and role == "assistant":
+            think = min(think_of(m.id, 0), tokens)
+            if think > 0:
+                h._total = total
+                peak -= think_pass(item, think, step)
+                total = h._total
+        if clear is not None:
+            if role == "tool":
+                register_tool(item)
+            if total > clear_trigger and h._gain > 0:
+                h._total = total
+                peak -= clear_pass(step, m.id)
+                total = h._total
+        if total <= limit and moved is None:
+            totals[step] = total
+            kept_counts[step] = kept
+            step += 1
+            continue
+        first = len(seqs)
+        trigger = TRIGGER_LIMIT
+        if moved is not None:
+            if total <= limit:
+                trigger = TRIGGER_PIN_MOVED
+            seq = moved[0]
+            dropped_at[seq] = step
+            drop_reason[seq] = PIN_MOVED
+            drop(seq)
+            moved = None
+        unordered = False
+        # History._compact: drop from the oldest end until the total fits the goal.
+        while total > goal and run:
+            x = popleft()
+            seq = x[0]
+            if dead and seq in dead:
+                dead.discard(seq)
+                continue
+            if x is latest_user:
+                head_user = x
+                continue
+            d = x[1]
+            if pin_system and d.role == "system":
+                head.append(x)
+                continue
+            t = d.tokens
+            frontier = seq
+            total -= t
+            kept -= 1
+            dropped_at[seq] = step
+            drop_reason[seq] = TOO_BIG if t > goal else OVER_LIMIT
+            drop(seq)
+            if d.role in _IN_QUEUES:
+                total, kept, unordered = _forget_dropped(
+                    x, total, kept, unordered, clear, forget_tool, clear_thinking, think_live, think_queue,
+                    group_of, groups, dead, step, seqs, dropped_at, drop_reason,
+                )
+        if start_on_user and head_user is None:
+            # Then leading non-system messages go until a user message leads.
+            i = 0
+            while i < len(run):
+                x = run[i]
+                seq = x[0]
+                if dead and seq in dead:
+                    if i == 0:
+                        popleft()
+                        dead.discard(seq)
+                    else:
+                        i += 1
+                    continue
+                role = x[1].role
+                if role == "user":
+                    break
+                if role == "system":
+                    if i == 0 and pin_system:
+                        popleft()
+                        head.append(x)
+                    else:
+                        i += 1
+                    continue
+                # A leading non-system, non-user message: it goes, with the unpinned system
+                # messages before it (as in _walk_policies).
+                for _ in range(i + 1):
+                    x = popleft()
+                    seq = x[0]
+                    if dead and seq in dead:
+                        dead.discard(seq)
+                    else:
+                        frontier = seq
+                        total -= x[1].tokens
+                        kept -= 1
+                        dropped_at[seq] = step
+                        drop_reason[seq] = START_ON_USER
+                        drop(seq)
+                        if x[1].role in _IN_QUEUES:
+                            total, kept, unordered = _forget_dropped(
+                                x, total, kept, unordered, clear, forget_tool, clear_thinking, think_live,
+                                think_queue, group_of, groups, dead, step, seqs, dropped_at, drop_reason,
+                            )
+                i = 0
+        if len(seqs) > first:
+            if unordered:
+                seqs[first:] = sorted(seqs[first:])
+            append_record((step, m.id, trigger, peak, total, len(seqs)))
+            if seqs[first] < step:  # the oldest drop is older than this add: the prefix changed
+                prefix[step] = True
+        totals[step] = total
+        kept_counts[step] = kept
+        step += 1
+    walk = _PolicyWalk(
+        totals, kept_counts, _policy_context(head, head_user, run, dead), records, seqs, dropped_at, drop_reason,
+        prefix, arrivals,
+    )
+    return walk, list(map(_SECOND, items))
+
+
+#: The roles a drop must take out of the clearing queues or the tool groups (a user or system
+#: message is in neither).
+_IN_QUEUES = frozenset(("tool", "assistant"))
+
+
+def _forget_dropped(
+    x: list,
+    total: int,
+    kept: int,
+    unordered: bool,
+    clear,
+    forget_tool,
+    clear_thinking: bool,
+    think_live: dict[int, int],
+    think_queue: deque,
+    group_of: dict[int, list],
+    groups: dict[str, list],
+    dead: set[int],
+    step: int,
+    seqs: list[int],
+    dropped_at: list[int | None],
+    drop_reason: list[str | None],
+) -> tuple[int, int, bool]:
+    """The rest of ``History._drop_unit`` with clearing on, for the item ``x`` that
+    :func:`_walk_clearing` just dropped at add ``step``: it leaves the clearing queues (History's
+    ``_forget_tool`` for a tool result; its thinking entry for an assistant message), and when it
+    heads a tool group its results go too (:func:`_drop_group`, each leaving the queues).
+    Returns the new ``(total, kept, unordered)``. O(1) amortized plus the group's results."""
+    d = x[1]
+    role = d.role
+    if role == "tool":
+        if clear is not None:
+            forget_tool(x)
+    elif clear_thinking and role == "assistant":
+        seq = x[0]
+        think_live.pop(seq, None)
+        while think_queue and think_queue[0][0] not in think_live:
+            think_queue.popleft()
+    if group_of:
+        group = group_of.pop(x[0], None)
+        if group is not None:
+            total -= _drop_group(d, group, groups, dead, step, seqs, dropped_at, drop_reason)
+            kept -= len(group)
+            if clear is not None:
+                for r in group:
+                    forget_tool(r)
+            unordered = True
+    return total, kept, unordered
 
 
 def context_at(

@@ -11,10 +11,11 @@ from __future__ import annotations
 
 from dataclasses import replace
 
+import numpy as np
 import pandas as pd
 import plotly.graph_objects as go
 
-from convmem import ClearingSweepRow, HistorySettings, Replay, ReplayStats
+from convmem import Clearing, ClearingSweepRow, HistorySettings, Replay, ReplayStats
 
 __all__ = [
     "CLEARING_COLOR",
@@ -50,19 +51,25 @@ def with_clearing(
     return replace(settings, clear_trigger=trigger, clear_keep=int(keep), clear_at_least=int(at_least))
 
 
-def mark_clearings(fig: go.Figure, r: Replay, start: int = 0, stop: int | None = None) -> go.Figure:
-    """Add one marker per clearing in steps ``start..stop`` to the token budget chart, at the
-    total after that add (hover: what was cleared, tokens before → after). Returns ``fig``.
-    O(clearings in the window)."""
+def mark_clearings(
+    fig: go.Figure, r: Replay, start: int = 0, stop: int | None = None, max_markers: int = 400
+) -> go.Figure:
+    """Add the clearings in steps ``start..stop`` to the token budget chart as one trace, at the
+    total after each one's add (hover: what was cleared, tokens before → after). Returns ``fig``.
+
+    Over ``max_markers`` clearings in the window (a 10^5-message replay can clear 10^4 times),
+    the one that freed the most tokens in each of ``max_markers`` equal step buckets stands for
+    its bucket, its hover counting the clearings it stands for (as the drop events are thinned).
+    O(clearings in the window); the figure holds at most ``max_markers`` points.
+    """
     stop = len(r.totals) - 1 if stop is None else stop
     shown = [c for c in r.clearings if start <= c.step <= stop]
     if not shown:
         return fig
-    hover = [
-        f"step {c.step}: cleared {len(c.cleared)} {c.reason.replace('_', ' ')} "
-        f"({c.total_before:,} → {c.total_after:,} tokens)"
-        for c in shown
-    ]
+    if len(shown) > max_markers:
+        shown, hover = _biggest_per_bucket(shown, start, stop, max_markers)
+    else:
+        hover = [_clearing_hover(c) for c in shown]
     fig.add_trace(
         go.Scatter(
             x=[c.step for c in shown],
@@ -75,6 +82,38 @@ def mark_clearings(fig: go.Figure, r: Replay, start: int = 0, stop: int | None =
         )
     )
     return fig
+
+
+def _clearing_hover(c: Clearing) -> str:
+    return (
+        f"step {c.step}: cleared {len(c.cleared)} {c.reason.replace('_', ' ')} "
+        f"({c.total_before:,} → {c.total_after:,} tokens)"
+    )
+
+
+def _biggest_per_bucket(
+    shown: list[Clearing], start: int, stop: int, buckets: int
+) -> tuple[list[Clearing], list[str]]:
+    """The clearing that freed the most tokens in each of ``buckets`` equal step buckets of
+    ``start..stop`` (the earliest on a tie), oldest first, and their hovers (how many clearings
+    each stands for, in which steps). O(len(shown) log len(shown))."""
+    steps = np.fromiter((c.step for c in shown), dtype=np.int64, count=len(shown))
+    freed = np.fromiter((c.total_before - c.total_after for c in shown), dtype=np.int64, count=len(shown))
+    span = max(1, stop - start + 1)
+    bucket = ((steps - start) * buckets) // span
+    per_bucket = np.bincount(bucket, minlength=buckets)
+    order = np.lexsort((-freed, bucket))  # by bucket, then freed tokens descending (stable: earliest first)
+    _, first = np.unique(bucket[order], return_index=True)
+    pick = np.sort(order[first])
+    picked = [shown[i] for i in pick.tolist()]
+    hover = []
+    for c, b in zip(picked, bucket[pick].tolist()):
+        x0 = start + (b * span + buckets - 1) // buckets
+        x1 = min(stop, start + ((b + 1) * span + buckets - 1) // buckets - 1)
+        hover.append(
+            f"{int(per_bucket[b]):,} clearing(s) in add steps {x0:,}–{x1:,}; the biggest:<br>" + _clearing_hover(c)
+        )
+    return picked, hover
 
 
 def clearing_caption(stats: ReplayStats) -> str:

@@ -47,6 +47,45 @@ def test_chart_marks_clearings_apart_from_drops():
     assert clearing_caption(r.stats).startswith("Clearing: 3 clearing(s) replaced 4 message(s) by a placeholder, freeing 384 tokens")
 
 
+@pytest.mark.parametrize("window", [(0, None), (37, 301), (0, 0)])
+def test_many_clearings_thinned_to_the_biggest_per_bucket(window):
+    # keep 0, trigger 0: every tool result is cleared on its arrival, one clearing per tool turn,
+    # each freeing its own (varied) tokens less the placeholder's 4.
+    msgs = [Message("u", "user", 20)]
+    for i in range(150):
+        msgs.append(Message(f"a{i}", "assistant", 10, tool_call_ids=(f"c{i}",)))
+        msgs.append(Message(f"t{i}", "tool", 50 + (i * 37) % 101, tool_call_id=f"c{i}"))
+    r = replay(msgs, with_clearing(HistorySettings(10**6), True, 0, 0, 0))
+    assert len(r.clearings) == 150
+    start, stop = window
+    stop_ = len(r.totals) - 1 if stop is None else stop
+    shown = [c for c in r.clearings if start <= c.step <= stop_]
+    m = 7
+    fig = mark_clearings(totals_figure(r), r, start, stop, max_markers=m)
+    traces = [t for t in fig.data if t.name == CLEARING_TRACE]
+    if not shown:
+        assert traces == []
+        return
+    (trace,) = traces
+    span = stop_ - start + 1
+    by_bucket: dict[int, list] = {}
+    for c in shown:  # brute force: each bucket's clearings, the biggest first, earliest on a tie
+        by_bucket.setdefault((c.step - start) * m // span, []).append(c)
+    want = [max(cs, key=lambda c: (c.freed_tokens, -c.step)) for _, cs in sorted(by_bucket.items())]
+    assert list(trace.x) == [c.step for c in want] and len(want) <= m
+    assert list(trace.y) == [r.totals[c.step] for c in want]
+    counts = [int(h.split(" clearing(s)")[0].replace(",", "")) for h in trace.hovertext]
+    assert counts == [len(cs) for _, cs in sorted(by_bucket.items())] and sum(counts) == len(shown)
+    for h, c, (_, cs) in zip(trace.hovertext, want, sorted(by_bucket.items())):
+        assert h.endswith(f"step {c.step}: cleared 1 tool results ({c.total_before:,} → {c.total_after:,} tokens)")
+        x0, x1 = (int(x.replace(",", "")) for x in h.split("add steps ")[1].split(";")[0].split("–"))
+        assert start <= x0 <= min(x.step for x in cs) and max(x.step for x in cs) <= x1 <= stop_
+    # Few enough: every clearing its own marker, as before.
+    fig = mark_clearings(totals_figure(r), r, start, stop, max_markers=len(shown))
+    (trace,) = [t for t in fig.data if t.name == CLEARING_TRACE]
+    assert list(trace.x) == [c.step for c in shown]
+
+
 def test_comparison_table_values():
     msgs = tool_turns(5)
     a = replay(msgs, HistorySettings(300)).stats
