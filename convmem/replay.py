@@ -550,7 +550,7 @@ def _replay(
     h = history
     if _policy_walk_applies(h, messages, count_tokens):
         return _replay_policies(messages, settings, h)
-    if _clearing_walk_applies(messages, h):
+    if _clearing_walk_applies(messages, h, count_tokens):
         return _replay_clearing(messages, settings, h, clearings)
     records: deque[tuple] = deque()
     history._records = records  # every record, in order (History appends each one here)
@@ -1035,18 +1035,12 @@ def _walk_policies(messages: Sequence[Message], h: History) -> _PolicyWalk:
     limit = h._limit
     goal = h._goal
     n = len(messages)
-    summarizer = h._summarizer
-    if summarizer is not None:
-        summarizer._defer()  # summaries as spans of its line log; texts built on access
-        summarizer._preload(messages)  # a run of consecutive drops: its lines appended ahead
-        summarize = summarizer._call_steps
-    budget = h._budget
-    summary: Message | None = None  # the summary in place
-    s_tokens = 0  # its tokens (part of total)
-    s_delta = 0  # the net tokens summaries added to total
-    accepted = rejected = 0
-    summaries: list[Message | None] = []
-    summarized = [False] * n if summarizer is not None else None
+    sums = None
+    if h._summarizer is not None:
+        sums = _WalkSummaries(h, n)
+        # A run of consecutive drops (the usual compaction) has its lines appended ahead.
+        h._summarizer._preload(messages)
+        sums.summarize = h._summarizer._call_steps
     totals = [0] * n
     kept_counts = [0] * n
     dropped_at: list[int | None] = [None] * n
@@ -1141,7 +1135,7 @@ def _walk_policies(messages: Sequence[Message], h: History) -> _PolicyWalk:
         unordered = False
         # History._compact: drop from the oldest end until the total fits the goal (plus the
         # summary's tokens: the summary is never dropped here).
-        stop_at = goal + s_tokens
+        stop_at = goal + sums.tokens if sums is not None else goal
         while total > stop_at and run:
             x = popleft()
             seq = x[0]
@@ -1212,30 +1206,79 @@ def _walk_policies(messages: Sequence[Message], h: History) -> _PolicyWalk:
                             kept -= len(group)
                             unordered = True
                 i = 0
+        if len(seqs) > first and unordered:
+            seqs[first:] = sorted(seqs[first:])
         event = None
-        if len(seqs) > first:
-            if unordered:
-                seqs[first:] = sorted(seqs[first:])
-            if summarizer is not None:
-                # History._finish / _summarize: the drops, oldest first, to the summarizer.
-                new = summarize(summary, seqs[first:])
-                t = new.tokens
-                if t > budget:
-                    event = SummaryEvent(False, new.id, t, budget, reason=(
-                        f"summary has {t} tokens, over the summary_budget of {budget}"))
-                elif total - s_tokens + t > limit:
-                    event = SummaryEvent(False, new.id, t, budget, reason=(
-                        f"summary has {t} tokens; with the pinned messages the total would be "
-                        f"{total - s_tokens + t}, over the limit of {limit}"))
-                else:
-                    total += t - s_tokens
-                    s_delta += t - s_tokens
-                    kept += summary is None
-                    event = SummaryEvent(True, new.id, t, budget,
-                                         replaced_id=summary.id if summary is not None else None)
-                    summary, s_tokens = new, t
+        if sums is not None:
+            # History._finish: the drops, oldest first, to the summarizer (the steps here).
+            total, kept, event = sums.settle(total, kept, seqs[first:] if len(seqs) > first else None)
+        if len(seqs) > first or event is not None:
+            append_record((step, m.id, trigger, peak, total, len(seqs), event))
+            # The prefix changed when an older message left, or a summary came in or went.
+            changed = len(seqs) > first and seqs[first] < step
+            if event is not None and sums.count(event, seqs, first):
+                changed = True
+            if changed:
+                prefix[step] = True
+        totals[step] = total
+        kept_counts[step] = kept
+        step += 1
+    walk = _PolicyWalk(totals, kept_counts, (), records, seqs, dropped_at, drop_reason, prefix, arrivals)
+    if sums is None:
+        walk.final_context = _policy_context(head, head_user, run, dead)
+        return walk
+    return sums.finish(walk, head, head_user, run, dead, frontier)
+
+
+class _WalkSummaries:
+    """A walk's summaries (:func:`_walk_policies`, :func:`_walk_clearing`): the summary in place and
+    History's summary rules after a compaction (``History._finish``, ``_summarize``,
+    ``_remove_summary``: the same checks in the same order, the same reasons word for word).
+
+    ``summarize(previous, dropped)`` is the summarizer call the walk feeds (the summarizer's
+    ``_call_steps`` with the dropped steps, or the summarizer itself with the dropped messages as
+    sent). O(1) per compaction plus the summarizer.
+    """
+
+    __slots__ = ("summarize", "summarizer", "budget", "limit", "summary", "tokens", "delta", "accepted",
+                 "rejected", "summaries", "summarized")
+
+    def __init__(self, h: History, n: int) -> None:
+        self.summarizer = h._summarizer
+        self.summarizer._defer()  # summaries as spans of its line log; texts built on access
+        self.summarize = self.summarizer
+        self.budget = h._budget
+        self.limit = h._limit
+        self.summary: Message | None = None  # the summary in place
+        self.tokens = 0  # its tokens (part of the walk's total)
+        self.delta = 0  # the net tokens the summaries added to the total
+        self.accepted = self.rejected = 0
+        self.summaries: list[Message | None] = []  # the accepted ones, as they stand after their add
+        self.summarized = [False] * n
+
+    def settle(self, total: int, kept: int, dropped) -> tuple[int, int, SummaryEvent | None]:
+        """After a compaction that dropped ``dropped`` (None: nothing): summarize and take the
+        new summary in or refuse it, then take the summary out when the pins leave it no room
+        under the limit. Returns the new ``(total, kept, SummaryEvent | None)``."""
+        summary, tokens, budget, limit = self.summary, self.tokens, self.budget, self.limit
+        event = None
+        if dropped is not None:
+            new = self.summarize(summary, dropped)
+            t = new.tokens
+            if t > budget:
+                event = SummaryEvent(False, new.id, t, budget, reason=(
+                    f"summary has {t} tokens, over the summary_budget of {budget}"))
+            elif total - tokens + t > limit:
+                event = SummaryEvent(False, new.id, t, budget, reason=(
+                    f"summary has {t} tokens; with the pinned messages the total would be "
+                    f"{total - tokens + t}, over the limit of {limit}"))
+            else:
+                total += t - tokens
+                self.delta += t - tokens
+                kept += summary is None
+                event = SummaryEvent(True, new.id, t, budget, replaced_id=summary.id if summary is not None else None)
+                summary, tokens = new, t
         if summary is not None and total > limit:
-            # History._remove_summary: the pinned messages leave no room for it.
             why = (
                 f"summary {summary.id!r} removed: the pinned messages leave no room for its "
                 f"{summary.tokens} tokens under the limit of {limit}"
@@ -1247,34 +1290,40 @@ def _walk_policies(messages: Sequence[Message], h: History) -> _PolicyWalk:
                                      replaced_id=event.replaced_id,
                                      reason=f"{event.reason}; {why}" if event.reason else why,
                                      removed_id=summary.id)
-            total -= s_tokens
-            s_delta -= s_tokens
+            total -= tokens
+            self.delta -= tokens
             kept -= 1
-            summary, s_tokens = None, 0
-        if len(seqs) > first or event is not None:
-            append_record((step, m.id, trigger, peak, total, len(seqs), event))
-            # The prefix changed when an older message left, or a summary came in or went.
-            changed = len(seqs) > first and seqs[first] < step
-            if event is not None:
-                a, r, c = _event_outcome(event)
-                accepted += a
-                rejected += r
-                changed = changed or c
-                if a:
-                    summaries.append(summary)  # (an accepted summary fits the limit: never removed by its own add)
-                    for seq in seqs[first:]:
-                        summarized[seq] = True
-            if changed:
-                prefix[step] = True
-        totals[step] = total
-        kept_counts[step] = kept
-        step += 1
-    context = _policy_context(head, head_user, run, dead, frontier,
-                              None if summary is None else _full_summary(summarizer, summary))
-    return _PolicyWalk(
-        totals, kept_counts, context, records, seqs, dropped_at, drop_reason, prefix, arrivals,
-        summarized, summaries, accepted, rejected, s_delta,
-    )
+            summary, tokens = None, 0
+        self.summary, self.tokens = summary, tokens
+        return total, kept, event
+
+    def count(self, event: SummaryEvent, seqs: list[int], first: int) -> bool:
+        """Count ``event`` (the outcome of the record whose drops are ``seqs[first:]``), mark those
+        drops summarized when it was accepted; True when it changed the prompt. An accepted
+        summary fits the limit, so it is never removed by its own add: the summary in place is
+        the accepted one."""
+        a, r, changed = _event_outcome(event)
+        self.accepted += a
+        self.rejected += r
+        if a:
+            self.summaries.append(self.summary)
+            summarized = self.summarized
+            for seq in seqs[first:]:
+                summarized[seq] = True
+        return changed
+
+    def finish(
+        self, walk: _PolicyWalk, head: list, head_user, run: deque, dead: set[int], frontier: int
+    ) -> _PolicyWalk:
+        """``walk`` with the final context (the summary in place, with its text, included) and the
+        summaries' columns and counts."""
+        summary = self.summary
+        walk.final_context = _policy_context(
+            head, head_user, run, dead, frontier, None if summary is None else _full_summary(self.summarizer, summary)
+        )
+        walk.summarized, walk.summaries = self.summarized, self.summaries
+        walk.accepted, walk.rejected, walk.summary_delta = self.accepted, self.rejected, self.delta
+        return walk
 
 
 def _drop_group(
@@ -1326,12 +1375,15 @@ def _policy_context(
     return tuple(out)
 
 
-def _clearing_walk_applies(messages: Sequence[Message], h: History) -> bool:
+def _clearing_walk_applies(messages: Sequence[Message], h: History, count_tokens=None) -> bool:
     """Whether :func:`_walk_clearing` may stand in for History.add: clearing (tool results or
-    thinking) on, no summarizer, and (with clear_thinking) every assistant message's thinking
+    thinking) on; a summarizer only under the conditions of the other walks
+    (:func:`_summarizer_walkable`); and (with clear_thinking) every assistant message's thinking
     entry a valid count (History.add raises on a bad one: those replays stay with History, which
-    names it). O(assistant messages) with clear_thinking, O(1) otherwise."""
-    if not h._editing or h._summarizer is not None:
+    names it). O(n) with a summarizer or clear_thinking, O(1) otherwise."""
+    if not h._editing:
+        return False
+    if h._summarizer is not None and not _summarizer_walkable(messages, h, count_tokens):
         return False
     if h._clear_thinking is None or not h._thinking:
         return True
@@ -1377,12 +1429,12 @@ def _replay_clearing(
         prefix_changed=tuple(prefix),
         dropped_at=tuple(walk.dropped_at),
         drop_reason=drop_reason,
-        summarized=(False,) * n,
+        summarized=(False,) * n if walk.summarized is None else tuple(walk.summarized),
         # A dropped message is recorded as it was sent until then: a cleared one as its placeholder.
         compactions=CompactionLog._of_columns(walk.records, walk.seqs, tuple(current), drop_reason),
         final_context=walk.final_context,
         stats=stats,
-        summaries=SummaryLog(),
+        summaries=_summary_log(h, walk.summaries),
         clearings=tuple(clearings),
         cleared_at=tuple(cleared_at),
     )
@@ -1420,6 +1472,9 @@ def _walk_clearing(messages: Sequence[Message], h: History) -> tuple[_PolicyWalk
     think_live = h._think_live
     think_queue = h._think_queue
     n = len(messages)
+    # Summaries (when on) take the dropped messages as they were sent (a cleared one as its
+    # placeholder), so no lines are appended ahead here.
+    sums = _WalkSummaries(h, n) if h._summarizer is not None else None
     totals = [0] * n
     kept_counts = [0] * n
     dropped_at: list[int | None] = [None] * n
@@ -1486,7 +1541,7 @@ def _walk_clearing(messages: Sequence[Message], h: History) -> tuple[_PolicyWalk
                     drop_reason[step] = TOOL_GROUP
                     drop(step)
                     arrivals += 1
-                    append_record((step, m.id, TRIGGER_ARRIVAL, total + tokens, total, len(seqs)))
+                    append_record((step, m.id, TRIGGER_ARRIVAL, total + tokens, total, len(seqs), None))
                     totals[step] = total
                     kept_counts[step] = kept
                     step += 1
@@ -1527,7 +1582,8 @@ def _walk_clearing(messages: Sequence[Message], h: History) -> tuple[_PolicyWalk
             moved = None
         unordered = False
         # History._compact: drop from the oldest end until the total fits the goal.
-        while total > goal and run:
+        stop_at = goal + sums.tokens if sums is not None else goal
+        while total > stop_at and run:
             x = popleft()
             seq = x[0]
             if dead and seq in dead:
@@ -1595,19 +1651,29 @@ def _walk_clearing(messages: Sequence[Message], h: History) -> tuple[_PolicyWalk
                                 think_queue, group_of, groups, dead, step, seqs, dropped_at, drop_reason,
                             )
                 i = 0
-        if len(seqs) > first:
-            if unordered:
-                seqs[first:] = sorted(seqs[first:])
-            append_record((step, m.id, trigger, peak, total, len(seqs)))
-            if seqs[first] < step:  # the oldest drop is older than this add: the prefix changed
+        if len(seqs) > first and unordered:
+            seqs[first:] = sorted(seqs[first:])
+        event = None
+        if sums is not None:
+            # History._finish: the drops, oldest first and as sent, to the summarizer.
+            total, kept, event = sums.settle(
+                total, kept, [items[seq][1] for seq in seqs[first:]] if len(seqs) > first else None
+            )
+        if len(seqs) > first or event is not None:
+            append_record((step, m.id, trigger, peak, total, len(seqs), event))
+            changed = len(seqs) > first and seqs[first] < step  # an older message left
+            if event is not None and sums.count(event, seqs, first):
+                changed = True  # a summary came in or went
+            if changed:
                 prefix[step] = True
         totals[step] = total
         kept_counts[step] = kept
         step += 1
-    walk = _PolicyWalk(
-        totals, kept_counts, _policy_context(head, head_user, run, dead), records, seqs, dropped_at, drop_reason,
-        prefix, arrivals,
-    )
+    walk = _PolicyWalk(totals, kept_counts, (), records, seqs, dropped_at, drop_reason, prefix, arrivals)
+    if sums is None:
+        walk.final_context = _policy_context(head, head_user, run, dead)
+    else:
+        sums.finish(walk, head, head_user, run, dead, frontier)
     return walk, list(map(_SECOND, items))
 
 
@@ -1709,7 +1775,9 @@ def sweep_limits(
     a stats-only pass. With no pin, group or summary policy on (the base rule, with or without a
     target) that pass is a two-pointer walk over the token counts (no History at all); with pins,
     tool groups or start_on_user and no clearing (summaries or not) it is replay's policy walk;
-    with summaries alone, replay's summary walk; otherwise (clearing) it drives a History. Each folds every
+    with summaries alone, replay's summary walk; with clearing, replay's clearing walk; otherwise
+    (a custom counter, a message id a summary id could repeat, a bad thinking count) it drives a
+    History. Each folds every
     compaction into running sums (the policy walk's stats are sums over its columns).
 
     Complexity: O(len(limits) * n) plus History's own cost per add when a policy is on; O(n)
@@ -1845,6 +1913,11 @@ def _history_stats(
     if _policy_walk_applies(history, messages, count_tokens):
         # Pins, tool groups and start_on_user (summaries or not) without clearing: replay's walk.
         return _walk_policies(messages, history).stats(limit)
+    if _clearing_walk_applies(messages, history, count_tokens):
+        # Clearing (any policy, summaries or not): replay's clearing walk, its Replay's stats.
+        cleared: list[Clearing] = []
+        walker = settings.build(count_tokens, tool_names=tool_names, on_clearing=cleared.append, thinking=thinking)
+        return _replay_clearing(messages, settings, walker, cleared).stats
     acc = [0, 0, 0, 0, 0, 0]  # compactions, dropped, dropped tokens, prefix, accepted, rejected
 
     def sink(raw: tuple) -> None:

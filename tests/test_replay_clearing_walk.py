@@ -1,6 +1,6 @@
 """replay's clearing walk (convmem.replay._walk_clearing) against History, with hypothesis.
 
-With clearing on (tool results, thinking, or both) and no summaries, replay walks the conversation
+With clearing on (tool results, thinking, or both), summaries or not, replay walks the conversation
 in one loop instead of driving History.add per message (issue 10 item 3: a clearing change on the
 Token budget page under 1 s at 10^5 messages); the clearing itself is History's own code. History
 is the reference: for each of the 16 combinations of pin_system, pin_latest_user, keep_tool_groups
@@ -18,16 +18,18 @@ from __future__ import annotations
 import importlib
 import itertools
 from dataclasses import replace
+from unittest import mock
 
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from convmem import HistorySettings, Message, load_conversations, replay
+from convmem import HistorySettings, Message, load_conversations, replay, sweep_limits
 from convmem.replay import tool_names_of
 from reference_replay import reference_replay
 from test_history_properties import TOOL_KINDS, conversations, thinking_of
 from test_history_properties import tool_names_of as drawn_tool_names
+from test_replay_policy_walk import with_contents
 from test_replay_reference import assert_same, unique
 
 replay_module = importlib.import_module("convmem.replay")  # the module (convmem.replay is the function)
@@ -43,7 +45,14 @@ def combo_id(flags: dict) -> str:
 
 def walked(msgs, s: HistorySettings, thinking=None) -> bool:
     """True when replay takes the clearing walk for ``s`` (the path under test)."""
-    return replay_module._clearing_walk_applies(msgs, s.build(thinking=thinking))
+    return replay_module._clearing_walk_applies(msgs, s.build(thinking=thinking), None)
+
+
+def history_sweep(msgs, s: HistorySettings, limits, **kw) -> list:
+    """sweep_limits through History.add (every walk but the base rule's switched off)."""
+    with mock.patch.object(replay_module, "_clearing_walk_applies", lambda *args: False), \
+            mock.patch.object(replay_module, "_policy_walk_applies", lambda *args: False):
+        return sweep_limits(msgs, s, limits, **kw)
 
 
 @st.composite
@@ -78,14 +87,46 @@ def test_clearing_walk_equals_history(flags, with_target):
         assert walked(msgs, s, thinking)
         got = replay(msgs, s, tool_names=names, thinking=thinking)
         assert_same(got, reference_replay(msgs, s, None, names, thinking))
+        limits = [s.limit // 2, s.limit + 7]
+        kw = dict(tool_names=names, thinking=thinking)
+        assert sweep_limits(msgs, s, limits, **kw) == history_sweep(msgs, s, limits, **kw)
 
     check()
 
 
-def test_clearing_walk_is_taken_only_without_summaries_and_with_valid_thinking():
+@pytest.mark.parametrize("flags", COMBOS, ids=combo_id)
+def test_clearing_walk_with_summaries_equals_history(flags):
+    """Clearing and summaries together (texts of mixed length, budgets down to 0): the summarizer
+    gets the dropped messages as they were sent (a cleared result as its placeholder), as
+    History's does; the whole Replay equals the per-add reference, every summary's text too."""
+
+    @st.composite
+    def summary_cases(draw):
+        s, msgs = draw(cases(flags, draw(st.booleans())))
+        budget = draw(st.integers(0, s.target if s.target is not None else s.limit))
+        return replace(s, summary_budget=budget), draw(with_contents(msgs))
+
+    @settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+    @given(summary_cases())
+    def check(case):
+        s, msgs = case
+        names, thinking = drawn_tool_names(msgs), thinking_of(msgs)
+        assert walked(msgs, s, thinking)
+        got = replay(msgs, s, tool_names=names, thinking=thinking)
+        assert_same(got, reference_replay(msgs, s, None, names, thinking))
+        limits = [s.limit // 2, s.limit + 7]
+        kw = dict(tool_names=names, thinking=thinking)
+        assert sweep_limits(msgs, s, limits, **kw) == history_sweep(msgs, s, limits, **kw)
+
+    check()
+
+
+def test_clearing_walk_is_taken_with_valid_thinking_and_walkable_summaries():
     s = HistorySettings(100, keep_tool_groups=True, clear_trigger=50)
     assert walked([], s) and walked([], HistorySettings(100, clear_thinking_keep=0))
-    assert not walked([], replace(s, summary_budget=10))  # summaries with clearing: History
+    assert walked([], replace(s, summary_budget=10))  # summaries with clearing: this walk too
+    # ... unless a message id could be a summary's (History knows the kept ids).
+    assert not walked([Message("summary-2", "user", 1)], replace(s, summary_budget=10))
     assert not walked([], HistorySettings(100))  # no clearing: the base rule's walk
     assert not walked([], HistorySettings(100, pin_system=True))  # the policy walk
     msgs = unique([Message("a", "assistant", 5)])
@@ -108,11 +149,13 @@ def test_clearing_walk_on_a_long_synthetic_conversation(flags):
         HistorySettings(3_000, clear_trigger=3_000, **flags),
         HistorySettings(3_000, 2_000, clear_trigger=1_500, clear_keep=1, clear_at_least=200, **flags),
         HistorySettings(3_000, clear_trigger=2_500, clear_thinking_keep=1, **flags),
+        HistorySettings(3_000, 2_400, clear_trigger=2_000, clear_thinking_keep=1, summary_budget=300, **flags),
     ):
         assert walked(msgs, s, thinking)
         got = replay(msgs, s, thinking=thinking)
         assert_same(got, reference_replay(msgs, s, None, None, thinking))
         assert got.stats.compactions > 10 and got.stats.clearings > 10  # the case exercises both
+        assert (s.summary_budget is None) == (got.stats.summaries_accepted == 0)
 
 
 @pytest.fixture(scope="module")
