@@ -88,7 +88,7 @@ _LINE_MEMOS: dict[tuple[str, str], dict[str, int]] = {}
 #: (:meth:`ExtractiveSummarizer._preload`).
 PRELOAD_BLOCK = 1 << 12
 #: Entries an ExtractiveSummarizer keeps in its table of what "\n" adds to a line by its last two
-#: characters (emptied when full; a few hundred in practice).
+#: characters (emptied when full).
 _NL_DELTAS_SIZE = 1 << 16
 #: Clipped lines of deferred summarizers (a replay clips the line that did not fit on most
 #: calls): ``{id(line memo): {(line, room): (clipped line, tokens, tokens with "\n") or None}}``

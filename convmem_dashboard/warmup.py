@@ -21,6 +21,7 @@ from __future__ import annotations
 import importlib
 import sys
 import threading
+import time
 from collections.abc import Callable
 
 import streamlit as st
@@ -45,6 +46,8 @@ def missing_modules(modules=HEAVY_MODULES, loaded=None) -> list[str]:
 
 
 _COUNTER_LOADER: list[threading.Thread] = []  # the one loader thread of the process, once started
+#: Seconds with no script thread alive before the counter is built (after the first view's runs).
+QUIET_S = 1.0
 _LOADER_LOCK = threading.Lock()
 
 
@@ -59,18 +62,33 @@ def _build_default_counter() -> None:
         return
 
 
+def _wait_for_quiet(run: threading.Thread) -> None:
+    """Return once ``run`` has ended and no thread of its name (Streamlit's script threads are all
+    "ScriptRunner.scriptThread") has been alive for :data:`QUIET_S` seconds: a first view may take
+    a second run in a new thread (the browser's rerun after the first), which must not share the
+    machine with the loader."""
+    while True:
+        run.join()
+        time.sleep(QUIET_S)
+        busy = [t for t in threading.enumerate() if t.name == run.name and t is not threading.current_thread()]
+        if not busy:
+            return
+        run = busy[0]
+
+
 def load_counter_after(run: threading.Thread, build: Callable[[], None]) -> threading.Thread:
     """Once per process: a daemon thread that waits until the thread ``run`` has ended (the
     script thread of the view being served: Streamlit ends it when the view's run, and any rerun
-    queued behind it, is done), then calls ``build``. Later calls return that same thread and
-    start nothing. O(1); the thread's work is ``build``'s (0.1-0.3 s for the default counter),
-    in otherwise idle time. tests/test_warmup.py checks the order.
+    queued behind it, is done) and no other thread of its name has run for :data:`QUIET_S`
+    seconds, then calls ``build``. Later calls return that same thread and start nothing. O(1);
+    the thread's work is ``build``'s (0.1-0.3 s for the default counter), in otherwise idle time.
+    tests/test_warmup.py checks the order.
     """
     with _LOADER_LOCK:
         if not _COUNTER_LOADER:
 
             def wait_then_build() -> None:
-                run.join()
+                _wait_for_quiet(run)
                 build()
 
             loader = threading.Thread(target=wait_then_build, name="convmem-counter-loader", daemon=True)

@@ -11,13 +11,14 @@ from convmem_dashboard import warmup
 
 @pytest.fixture
 def fresh_process(monkeypatch):
-    """No loader started yet (as in a new server process)."""
+    """No loader started yet (as in a new server process); a short quiet period."""
     monkeypatch.setattr(warmup, "_COUNTER_LOADER", [])
+    monkeypatch.setattr(warmup, "QUIET_S", 0.05)
 
 
-def _held_run() -> tuple[threading.Thread, threading.Event]:
+def _held_run(name: str = "ScriptRunner.scriptThread") -> tuple[threading.Thread, threading.Event]:
     release = threading.Event()
-    run = threading.Thread(target=release.wait, daemon=True)  # a failed test does not hang the run
+    run = threading.Thread(target=release.wait, name=name, daemon=True)  # a failed test does not hang
     run.start()
     return run, release
 
@@ -32,6 +33,24 @@ def test_the_counter_is_built_only_after_the_run_ended(fresh_process):
     loader.join(timeout=10)
     assert built == [False]  # built once, the run over
     assert not loader.is_alive()
+
+
+def test_a_second_run_of_the_first_view_is_waited_for_too(fresh_process):
+    """The browser's rerun after the first view runs in a new script thread: the counter waits
+    for it, and for a quiet period after it."""
+    first, release_first = _held_run()
+    built = []
+    loader = warmup.load_counter_after(first, lambda: built.append(second.is_alive()))
+    release_first.set()
+    first.join()
+    second, release_second = _held_run()  # within the quiet period
+    other, release_other = _held_run("some other thread")  # not a script thread: not waited for
+    loader.join(timeout=0.5)
+    assert loader.is_alive() and built == []
+    release_second.set()
+    loader.join(timeout=10)
+    assert built == [False] and other.is_alive()
+    release_other.set()
 
 
 def test_one_loader_per_process(fresh_process):
