@@ -87,6 +87,9 @@ _LINE_MEMOS: dict[tuple[str, str], dict[str, int]] = {}
 #: Messages whose lines a preloaded replay appends to the log ahead of their calls, per batch
 #: (:meth:`ExtractiveSummarizer._preload`).
 PRELOAD_BLOCK = 1 << 12
+#: Entries an ExtractiveSummarizer keeps in its table of what "\n" adds to a line by its last two
+#: characters (emptied when full).
+_NL_DELTAS_SIZE = 1 << 16
 #: Clipped lines of deferred summarizers (a replay clips the line that did not fit on most
 #: calls): ``{id(line memo): {(line, room): (clipped line, tokens, tokens with "\n") or None}}``
 #: under that memo's counter, each emptied at LINE_MEMO_SIZE entries.
@@ -231,6 +234,8 @@ class ExtractiveSummarizer:
     _memo: dict | None = field(default=None, init=False, repr=False, compare=False)
     _own: bool = field(default=False, init=False, repr=False, compare=False)  # additive, resolved
     _tails: bool = field(default=False, init=False, repr=False, compare=False)  # cl100k_base: see _with_newline
+    # Tokens "\n" adds to a line, by its last two characters where they decide it (_newline_delta).
+    _nl_deltas: dict = field(default_factory=dict, init=False, repr=False, compare=False)
     # Deferred (replay) mode: per call, the span of its summary: clipped oldest line (or None),
     # first and end log positions; and the summary ids made -> call index (0-based).
     _deferred: bool = field(default=False, init=False, repr=False, compare=False)
@@ -507,6 +512,7 @@ class ExtractiveSummarizer:
         self._memo = memo
         owner = getattr(count, "__self__", None)
         self._tails = memo is not None and type(owner).__name__ == "TiktokenCounter" and owner.name == "cl100k_base"
+        self._nl_deltas = {}
 
     # -- preloaded replay (the replay's walk) -------------------------------------------------
     def _preload(self, messages: Sequence[Message]) -> None:
@@ -622,12 +628,49 @@ class ExtractiveSummarizer:
         entries = list(map(cache.get, map(id, dropped)))
         if None in entries:
             missing = [i for i, e in enumerate(entries) if e is None]
-            lines = [_line(dropped[i], line_chars) for i in missing]
-            for i, ln, t in zip(missing, lines, self._count_lines(lines, count, memo)):
-                m = dropped[i]
-                entries[i] = cache[id(m)] = (ln, t, self._with_newline(ln, t, count), t + 1)
-                _LINE_KEPT.append(m)
+            fresh = [dropped[i] for i in missing] if len(missing) < len(entries) else list(dropped)
+            lines = [_line(m, line_chars) for m in fresh]
+            tokens = self._count_lines(lines, count, memo)
+            made = list(zip(lines, tokens, self._with_newlines(lines, tokens, count), map((1).__add__, tokens)))
+            cache.update(zip(map(id, fresh), made))
+            _LINE_KEPT.extend(fresh)
+            if len(made) == len(entries):
+                return made
+            for i, e in zip(missing, made):
+                entries[i] = e
         return entries
+
+    def _with_newlines(self, lines: list[str], tokens: list[int], count) -> list[int]:
+        """``[self._with_newline(ln, t, count) for ln, t in zip(lines, tokens)]``, O(1) per line
+        when its last two characters decide the tokens ``"\n"`` adds (:meth:`_newline_delta`,
+        one dict lookup: most lines end in a letter, a digit or one punctuation mark)."""
+        deltas = self._nl_deltas
+        out = []
+        for ln, t in zip(lines, tokens):
+            tail = ln[-2:]
+            d = deltas.get(tail, False)
+            if d is False:
+                if len(deltas) >= _NL_DELTAS_SIZE:
+                    deltas.clear()
+                d = deltas[tail] = self._newline_delta(tail, count)
+            out.append(t + d if d is not None else self._with_newline(ln, t, count))
+        return out
+
+    def _newline_delta(self, tail: str, count) -> int | None:
+        """``count(line + "\n") - count(line)`` for every line ending in the two characters
+        ``tail``, or None when they do not decide it. They do (see :meth:`_with_newline`) when
+        the counter is convmem's own and the line ends in a letter or digit, or, under
+        cl100k_base, when ``tail[0]`` ends the final run of punctuation (:func:`_last_piece` of
+        the line is then ``_last_piece(tail)``)."""
+        if self._memo is None or len(tail) < 2:
+            return None
+        if tail[-1].isalnum():
+            return self._count("\n", count)
+        a = tail[0]
+        if not self._tails or not (a.isspace() or a.isalpha() or unicodedata.category(a)[0] == "N"):
+            return None
+        piece = _last_piece(tail)
+        return self._count(piece + "\n", count) - self._count(piece, count) if piece else None
 
     @staticmethod
     def _count_lines(lines: list[str], count, memo: dict) -> list[int]:

@@ -227,6 +227,47 @@ def test_a_line_with_its_newline_counts_its_last_piece_again(text):
         assert piece and line.endswith(piece) and TIKTOKEN(line) - TIKTOKEN(piece) + TIKTOKEN(piece + "\n") == TIKTOKEN(line + "\n")
 
 
+O200K = make_counter(encoding="o200k_base", per_message_overhead=0).count_text
+LINE_TEXTS = st.text(alphabet="ab .,?!:;'\"()[]-–…é\u0301ü1²½一\u200b\u00a0\t#$%*+/<=>@\\^_`|~s", max_size=40)
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.lists(LINE_TEXTS, min_size=1, max_size=12), st.sampled_from([TIKTOKEN, O200K, APPROX, punctuated]))
+def test_newlines_by_the_last_two_characters_are_each_lines_own(texts, count):
+    """_with_newlines (a table by each line's last two characters) gives count(line + "\n") for
+    every line, under cl100k_base, o200k_base, the approximation and a custom counter; the table
+    is reused across lines that share their ending."""
+    s = ExtractiveSummarizer(max_tokens=100, count_tokens=count)
+    s(None, [Message("x", "user", 1, content="warm")])  # resolves the counter
+    lines = [_line(Message(f"m{i}", "user", 1, content=t or None), 120) for i, t in enumerate(texts)]
+    lines += [ln[-2:] for ln in lines] + [ln[-1:] for ln in lines]  # bare endings too
+    tokens = [count(ln) for ln in lines]
+    assert s._with_newlines(lines, tokens, count) == [count(ln + "\n") for ln in lines]
+    assert s._with_newlines(lines, tokens, count) == [count(ln + "\n") for ln in lines]  # table filled
+
+
+@settings(max_examples=150, deadline=None)
+@given(st.lists(TEXTS, min_size=1, max_size=20), st.data())
+def test_line_entries_of_a_batch_are_each_messages_own(texts, data):
+    """_entries: (line, tokens, tokens with "\n", tokens + 1) per dropped message, in order, the
+    same whether the message's line was cached by an earlier batch or made in this one (the batch
+    of new lines is counted and stored at once)."""
+    summarizers._LINE_CACHE.clear()
+    summarizers._LINE_KEPT.clear()
+    msgs = [Message(f"m{i}", "user", 1, content=t or None) for i, t in enumerate(texts)]
+    msgs.append(msgs[0])  # the same message twice in one batch
+    s = ExtractiveSummarizer(max_tokens=100)
+    s._defer()
+    s._use_counter(TIKTOKEN)
+    memo = s._memo
+    earlier = data.draw(st.lists(st.sampled_from(msgs), max_size=len(msgs)))
+    s._entries(earlier, TIKTOKEN, memo)
+    want = [(ln, TIKTOKEN(ln), TIKTOKEN(ln + "\n"), TIKTOKEN(ln) + 1) for ln in (_line(m, 120) for m in msgs)]
+    assert s._entries(msgs, TIKTOKEN, memo) == want
+    assert s._entries(msgs, TIKTOKEN, memo) == want  # every line cached now
+    assert len(summarizers._LINE_KEPT) == len(earlier) + sum(m not in earlier for m in msgs)
+
+
 @st.composite
 def summary_only_cases(draw):
     """Summaries with no other policy: the case replay walks without History.add."""

@@ -408,3 +408,22 @@ def test_short_string_memo_is_bounded_and_right():
     long_name = "x" * 65  # longer strings are not remembered
     c.count_message("user", "", name=long_name)
     assert long_name not in c._short
+
+
+@pytest.mark.parametrize("name", sorted(ENCODINGS))
+def test_rank_files_parse_as_tiktokens_loader_reads_them(name):
+    """tk._parse_ranks equals tiktoken.load.load_tiktoken_bpe's parse (written out: that function
+    would fetch through its cache), entry for entry and in order."""
+    import base64
+
+    data = find_encoding_file(name).read_bytes()
+    theirs = {base64.b64decode(token): int(rank) for token, rank in (line.split() for line in data.splitlines() if line)}
+    ours = tk._parse_ranks(data)
+    assert list(ours.items()) == list(theirs.items())
+    assert len(ours) == {"cl100k_base": 100256, "o200k_base": 199998}[name]
+
+
+@pytest.mark.parametrize("data", [b"IQ== 0\nIg== 1 2\n", b"IQ== 0\nIg==\n", b"IQ== 0\n\nIg== 1 extra\n"])
+def test_a_rank_line_that_is_not_one_pair_is_refused(data):
+    with pytest.raises(ValueError, match="one 'base64 rank' pair"):
+        tk._parse_ranks(data)
