@@ -18,6 +18,7 @@ require_entry()  # first: a link opened on a fresh server reruns through dashboa
 
 from convmem_dashboard import cache_budget as cb
 from convmem_dashboard import clearing_view as cv
+from convmem_dashboard import idle_lines
 from convmem_dashboard import panel_cost
 from convmem_dashboard import view_token_budget as vm
 from convmem_dashboard.agent_view import add_agent_compactions, compaction_table, has_session, session_caption
@@ -213,6 +214,8 @@ derived = vm.settings_a(
 )
 settings = derived.settings
 target, budget = settings.target, settings.summary_budget
+if not summaries:  # the first "Summaries" toggle finds the lines counted (convmem_dashboard.idle_lines)
+    idle_lines.warm_later(f"{dataset.key}/{conv_id}", conv.messages)
 if derived.target_note:
     target_note.caption(derived.target_note)
 if derived.budget_note:

@@ -1,0 +1,93 @@
+"""A conversation's summary lines, counted in idle time before anyone turns summaries on.
+
+The first replay with summaries in a server process makes and counts one summary line per message
+(:meth:`convmem.ExtractiveSummarizer.warm`): about 0.5-0.9 s of the first "Summaries" toggle on a
+10^5-message conversation (tiktoken, one count per line), against about 0.45 s for the replay
+itself at a later limit (docs/performance.md). The Token budget page therefore hands the shown
+conversation to :func:`warm_later` while summaries are off; one daemon thread per process counts
+its lines in batches of :data:`BATCH` messages, each batch only while no script run is alive
+(after a run it waits :data:`QUIET_S` seconds more), so a widget change never shares the
+interpreter with more than one batch (~15-25 ms). A conversation is queued once (by key; the
+:data:`REMEMBERED` newest keys are remembered), and only from :data:`MIN_MESSAGES` messages, where
+the first toggle would otherwise wait for its lines noticeably.
+
+Memory: the lines go into convmem's process-wide line cache, which the first summaries replay
+fills anyway and which is bounded by its own cap; the queue holds references to conversations
+the dataset cache holds already.
+"""
+
+from __future__ import annotations
+
+import queue
+import threading
+import time
+from collections import OrderedDict
+from collections.abc import Callable, Sequence
+
+from convmem import ExtractiveSummarizer, Message
+
+__all__ = ["BATCH", "MIN_MESSAGES", "QUIET_S", "REMEMBERED", "wait_for_quiet", "warm_later"]
+
+#: Messages whose lines are counted between two checks for a running script.
+BATCH = 2_048
+#: Conversations shorter than this are left to the replay (their lines cost < 0.1 s).
+MIN_MESSAGES = 10_000
+#: Seconds to wait after a script run ended before the next batch (a rerun often follows a run).
+QUIET_S = 1.0
+#: Conversation keys remembered as queued (the oldest forgotten first).
+REMEMBERED = 64
+
+_LOCK = threading.Lock()
+_QUEUE: queue.SimpleQueue = queue.SimpleQueue()
+_QUEUED: OrderedDict[str, None] = OrderedDict()
+_WORKER: list[threading.Thread] = []
+
+
+def wait_for_quiet(script_name: str, quiet_s: float | None = None, sleep: Callable[[float], None] = time.sleep) -> None:
+    """Return at once when no thread named ``script_name`` (Streamlit's script threads are all
+    "ScriptRunner.scriptThread"), other than the main thread and the caller, is alive; else wait
+    for each to end, then ``quiet_s`` seconds more (default :data:`QUIET_S`: the browser's rerun
+    that often follows a run), and check again."""
+    me = threading.current_thread()
+    main = threading.main_thread()
+    while True:
+        busy = [t for t in threading.enumerate() if t.name == script_name and t is not me and t is not main]
+        if not busy:
+            return
+        for t in busy:
+            t.join()
+        sleep(QUIET_S if quiet_s is None else quiet_s)
+
+
+def warm_later(key: str, messages: Sequence[Message], *, line_chars: int = 120) -> bool:
+    """Queue the summary lines of ``messages`` (a conversation, ``key`` naming it) to be counted in
+    idle time, with the default counter and ``line_chars`` (the page's ExtractiveSummarizer's).
+    Returns True when queued by this call; False when the conversation is short (under
+    :data:`MIN_MESSAGES`) or was queued before. O(1); starts the worker thread on first use.
+    """
+    if len(messages) < MIN_MESSAGES:
+        return False
+    script_name = threading.current_thread().name
+    with _LOCK:
+        if key in _QUEUED:
+            _QUEUED.move_to_end(key)
+            return False
+        _QUEUED[key] = None
+        while len(_QUEUED) > REMEMBERED:
+            _QUEUED.popitem(last=False)
+        _QUEUE.put((messages, line_chars, script_name))
+        if not _WORKER:
+            worker = threading.Thread(target=_work, name="convmem-summary-lines", daemon=True)
+            _WORKER.append(worker)
+            worker.start()
+    return True
+
+
+def _work() -> None:
+    """The worker: each queued conversation's lines, batch by batch, each batch in quiet time."""
+    while True:
+        messages, line_chars, script_name = _QUEUE.get()
+        summarizer = ExtractiveSummarizer(max_tokens=0, line_chars=line_chars)
+        for start in range(0, len(messages), BATCH):
+            wait_for_quiet(script_name)
+            summarizer.warm(messages[start : start + BATCH])

@@ -1,0 +1,119 @@
+"""Summary lines counted ahead (ExtractiveSummarizer.warm) and in idle time (convmem_dashboard.idle_lines).
+
+The first replay with summaries counts one line per message; warming makes and counts them before
+(the dashboard does it while summaries are off, between script runs). A warmed replay must be
+the same replay and must count no line again; the idle worker must never count while a script
+run is alive.
+"""
+
+from __future__ import annotations
+
+import queue
+import threading
+from collections import OrderedDict
+
+import pytest
+
+from convmem import ExtractiveSummarizer, HistorySettings, Message, replay
+from convmem.synthetic import generate_conversation
+from convmem.tokens import TiktokenCounter
+from convmem_dashboard import idle_lines
+from test_replay_reference import assert_same
+
+
+def fresh(n: int, seed: int) -> list[Message]:
+    """New message objects (the line cache is keyed by object identity)."""
+    return list(generate_conversation(n, seed=seed).messages)
+
+
+def test_a_warmed_replay_is_the_same_replay_and_counts_no_line(monkeypatch):
+    cold, warm = fresh(3_000, 41), fresh(3_000, 41)
+    s = HistorySettings.all_policies(3_000, None, 300)
+    want = replay(cold, s)
+    assert ExtractiveSummarizer(max_tokens=0).warm(warm) == 3_000
+    assert ExtractiveSummarizer(max_tokens=0).warm(warm) == 0  # all cached now
+
+    def no_batch_counts(self, texts):
+        raise AssertionError(f"a warmed replay counted {len(list(texts))} lines")
+
+    monkeypatch.setattr(TiktokenCounter, "count_texts", no_batch_counts)
+    got = replay(warm, s)
+    assert got.stats.summaries_accepted > 10
+    assert_same(got, want)
+
+
+def test_warm_with_a_counter_that_is_not_convmems_shares_nothing():
+    msgs = fresh(50, 42)
+    assert ExtractiveSummarizer(max_tokens=0, count_tokens=len).warm(msgs) == 0
+
+
+@pytest.fixture
+def idle(monkeypatch):
+    """A fresh worker state (as in a new server process), short quiet period and threshold."""
+    monkeypatch.setattr(idle_lines, "_QUEUE", queue.SimpleQueue())
+    monkeypatch.setattr(idle_lines, "_QUEUED", OrderedDict())
+    monkeypatch.setattr(idle_lines, "_WORKER", [])
+    monkeypatch.setattr(idle_lines, "QUIET_S", 0.05)
+    monkeypatch.setattr(idle_lines, "MIN_MESSAGES", 100)
+    monkeypatch.setattr(idle_lines, "BATCH", 64)
+
+
+def uncounted(msgs) -> int:
+    """How many of ``msgs`` have no line in the default counter's line cache (read only)."""
+    from convmem.summarizers import _cached_lines, _own_counter_memo, _default_count
+
+    cache = _cached_lines((120, id(_own_counter_memo(_default_count()))))
+    return sum(id(m) not in cache for m in msgs)
+
+
+def in_a_script_thread(fn):
+    """Run ``fn`` in a thread named as Streamlit's script threads; return (thread, release event)."""
+    release = threading.Event()
+    out = {}
+
+    def body():
+        out["value"] = fn()
+        release.wait(timeout=30)
+
+    t = threading.Thread(target=body, name="ScriptRunner.scriptThread", daemon=True)
+    t.start()
+    return t, release, out
+
+
+def test_the_worker_counts_only_once_no_script_runs(idle):
+    msgs = fresh(300, 43)
+    run, release, out = in_a_script_thread(lambda: idle_lines.warm_later("d/c", msgs))
+    threading.Event().wait(0.4)  # the run is still alive: nothing may be counted
+    assert out["value"] is True
+    assert uncounted(msgs) == 300
+    release.set()
+    run.join(timeout=10)
+    worker = idle_lines._WORKER[0]
+    for _ in range(200):
+        if uncounted(msgs) == 0:
+            break
+        threading.Event().wait(0.05)
+    assert uncounted(msgs) == 0
+    assert worker.is_alive()  # one worker per process, waiting for the next conversation
+
+
+def test_a_conversation_is_queued_once_and_short_ones_never(idle):
+    long, short = fresh(150, 44), fresh(50, 45)
+    assert idle_lines.warm_later("d/long", long) is True
+    assert idle_lines.warm_later("d/long", long) is False
+    assert idle_lines.warm_later("d/short", short) is False
+    assert list(idle_lines._QUEUED) == ["d/long"]
+
+
+def test_wait_for_quiet_waits_for_every_run_and_a_quiet_period_after_it(idle):
+    naps = []
+    release = threading.Event()
+    run = threading.Thread(target=lambda: release.wait(timeout=30), name="ScriptRunner.scriptThread", daemon=True)
+    run.start()
+    waiter = threading.Thread(target=lambda: idle_lines.wait_for_quiet("ScriptRunner.scriptThread", 0.01, naps.append))
+    waiter.start()
+    waiter.join(timeout=0.3)
+    assert waiter.is_alive() and naps == []  # the run is alive: no quiet period has started
+    release.set()
+    waiter.join(timeout=10)
+    assert not waiter.is_alive() and naps == [0.01]
