@@ -226,3 +226,34 @@ def test_policy_walk_with_summaries_on_every_real_retail_conversation(retail):
                 assert_same(got, reference_replay(msgs, s, None))
                 accepted += got.stats.summaries_accepted
     assert accepted > 0
+
+
+def test_policy_walk_with_summaries_preloads_lines_in_proportion_to_the_drops(monkeypatch):
+    """Pinned system messages every few turns make most compactions start past a pinned one (not
+    where the last ended), so the summarizer falls back to its plain call and drops the lines it
+    had appended ahead. The lines made ahead (and thrown away) must stay in proportion to the
+    messages summarized, not one PRELOAD_BLOCK per fallback (that made the walk 14-21x slower than
+    History.add at 2x10^4 messages). Counts the lines made, never the time; and the Replay still
+    equals History's."""
+    from convmem.summarizers import ExtractiveSummarizer
+    from convmem.synthetic import generate_conversation
+
+    msgs = []
+    for i, m in enumerate(generate_conversation(1_500, seed=3).messages):
+        msgs.append(m)
+        if i % 7 == 0:
+            msgs.append(Message(f"sys{i}", "system", 30, content=f"note {i}: rules apply"))
+    made = [0]
+    real = ExtractiveSummarizer._entries
+
+    def spy(self, dropped, count, memo):
+        made[0] += len(dropped)
+        return real(self, dropped, count, memo)
+
+    monkeypatch.setattr(ExtractiveSummarizer, "_entries", spy)
+    s = HistorySettings(3_000, 2_500, pin_system=True, summary_budget=400)
+    got = replay(msgs, s)
+    summarized = got.stats.messages_dropped
+    assert got.stats.compactions > 500 and summarized > 1_000  # the case falls back often
+    assert made[0] <= 3 * len(msgs)
+    assert_same(got, reference_replay(msgs, s, None))
