@@ -9,7 +9,8 @@ whole summary text counted at every compaction, every line of the previous summa
 (``git archive REF convmem`` imported as a second package, ``convmem_before``, in this process),
 interleaved: CPU seconds of a first replay (process-wide line caches emptied, as a new process)
 and of the next limits (caches warm, as each limit step on the Token budget page), each with no
-other policy (replay's walk) and with all four policies (History.add), and the ratios. The
+other policy (replay's walk) and with all four policies (the policy walk since the sumpol branch;
+History.add before it), and the ratios. The
 summaries' ids, tokens and texts and the records are checked equal. Prints nothing else.
 
 Both run in this process, interleaved, on the same synthetic conversation (convmem.synthetic,
@@ -76,9 +77,11 @@ def replay_rows(messages, old, repeat: int, limit: int = 32_000, budget: int = 3
         _LINE_MEMOS.clear(), sm._LINE_CACHE.clear(), sm._LINE_KEPT.clear(), sm._CLIP_MEMOS.clear()
 
     def timed(settings, mode: str) -> tuple[float, object]:
-        saved = replay_module.ExtractiveSummarizer, ExtractiveSummarizer._defer, replay_module._summary_walk_applies
+        saved = (replay_module.ExtractiveSummarizer, ExtractiveSummarizer._defer, replay_module._summary_walk_applies,
+                 replay_module._policy_walk_applies)
         if mode != "deferred":
-            replay_module._summary_walk_applies = lambda *a: False  # through History.add, as before
+            # Through History.add, as before (neither walk: both need the deferred summarizer).
+            replay_module._summary_walk_applies = replay_module._policy_walk_applies = lambda *a: False
         if mode == "old":
             replay_module.ExtractiveSummarizer = old  # HistorySettings.build makes the old one
         elif mode == "eager":
@@ -88,7 +91,8 @@ def replay_rows(messages, old, repeat: int, limit: int = 32_000, budget: int = 3
             r = replay(messages, settings)
             return time.perf_counter() - t0, r
         finally:
-            replay_module.ExtractiveSummarizer, ExtractiveSummarizer._defer, replay_module._summary_walk_applies = saved
+            (replay_module.ExtractiveSummarizer, ExtractiveSummarizer._defer, replay_module._summary_walk_applies,
+             replay_module._policy_walk_applies) = saved
 
     for name, ctor in (("no pins", HistorySettings), ("all policies", HistorySettings.all_policies)):
         plain, with_sum = ctor(limit), ctor(limit, summary_budget=budget)
@@ -187,7 +191,7 @@ def before_rows(ref: str, n: int, repeat: int, limit: int = 32_000, budget: int 
     print(f"replay() with summaries, {n:,} synthetic messages, budget {budget:,} tokens: {ref} against this tree"
           f" (CPU s, medians of {repeat})", flush=True)
     for name, policies in (("no other policy (walk)", {}),
-                           ("all four policies (History.add)", dict(pin_system=True, pin_latest_user=True,
+                           ("all four policies (REF's path; now the policy walk)", dict(pin_system=True, pin_latest_user=True,
                                                                      keep_tool_groups=True, start_on_user=True))):
         times: dict[str, list[float]] = {}
         outputs: dict[str, list] = {"before": [], "now": []}

@@ -84,9 +84,13 @@ def _line(m: Message, max_chars: int) -> str:
 #: object per line for Python's cyclic GC to walk at every full collection.
 LINE_MEMO_SIZE = 1 << 18
 _LINE_MEMOS: dict[tuple[str, str], dict[str, int]] = {}
-#: Messages whose lines a preloaded replay appends to the log ahead of their calls, per batch
-#: (:meth:`ExtractiveSummarizer._preload`).
+#: Messages whose lines a preloaded replay appends to the log ahead of their calls, per batch, at
+#: most (:meth:`ExtractiveSummarizer._preload`). A batch starts at PRELOAD_FIRST messages and
+#: doubles each time the lines appended ahead were all used, back to PRELOAD_FIRST when some were
+#: thrown away (a call that did not start where the last one ended), so the lines made and thrown
+#: away stay O(lines used + PRELOAD_FIRST per such call).
 PRELOAD_BLOCK = 1 << 12
+PRELOAD_FIRST = 16
 #: Entries an ExtractiveSummarizer keeps in its table of what "\n" adds to a line by its last two
 #: characters (emptied when full).
 _NL_DELTAS_SIZE = 1 << 16
@@ -249,11 +253,12 @@ class ExtractiveSummarizer:
     _pn: list = field(default_factory=lambda: [0], init=False, repr=False, compare=False)
     # Preloaded replay (_preload / _call_range): the messages whose lines are appended ahead of
     # their calls, the log position of message 0 (message k's line is log[k + _pre_base]), the
-    # first message not yet summarized and the first not yet in the log.
+    # first message not yet summarized, the first not yet in the log, and the next batch's size.
     _pre: Sequence | None = field(default=None, init=False, repr=False, compare=False)
     _pre_base: int = field(default=0, init=False, repr=False, compare=False)
     _pre_end: int = field(default=0, init=False, repr=False, compare=False)
     _pre_stop: int = field(default=0, init=False, repr=False, compare=False)
+    _pre_block: int = field(default=PRELOAD_FIRST, init=False, repr=False, compare=False)
 
     def __post_init__(self) -> None:
         if isinstance(self.max_tokens, bool) or not isinstance(self.max_tokens, int) or self.max_tokens < 0:
@@ -543,22 +548,25 @@ class ExtractiveSummarizer:
         """Prepare for :meth:`_call_range` calls over ``messages`` (deferred mode): each call's
         dropped messages are a slice of ``messages``, and when a call's slice starts where the
         last one ended (a replay with no summary refused), their lines are already in the log,
-        appended ahead in blocks of PRELOAD_BLOCK messages (one batched pass of line making and
-        token counting per block, see :meth:`_entries`), so the call is O(log n) plus the
-        clipped line (memoized), with no per-message work. O(1) here."""
+        appended ahead in batches (one pass of line making and token counting per batch, see
+        :meth:`_entries`; from PRELOAD_FIRST messages, doubling up to PRELOAD_BLOCK while the
+        lines ahead are all used), so the call is O(log n) plus the clipped line (memoized), with
+        no per-message work. O(1) here."""
         if not self._deferred:
             raise RuntimeError("ExtractiveSummarizer._preload needs deferred mode (_defer first)")
         self._unload()
         self._pre = messages
         self._pre_base = len(self._log)
         self._pre_end = self._pre_stop = 0
+        self._pre_block = PRELOAD_FIRST
 
     def _call_range(self, previous: Message | None, first: int, stop: int) -> Message:
         """``self(previous, messages[first:stop])`` for the messages given to :meth:`_preload`
         (``first < stop``): the same summary, recorded the same way. O(log n) amortized when
         ``first`` is where the last call ended and ``previous`` is the summary made last (or
         None); any other call (a refused summary, a new counter) drops the lines appended ahead
-        and runs the plain call (O(PRELOAD_BLOCK) more)."""
+        and runs the plain call (O(the lines appended ahead) more: at most the lines used since
+        the last such call, plus PRELOAD_FIRST)."""
         messages = self._pre
         count = self.count_tokens or _default_count()
         memo = self._memo
@@ -578,9 +586,11 @@ class ExtractiveSummarizer:
             self._lo = first + base
             self._valid = True
         if stop > self._pre_stop:
-            ahead = min(len(messages), max(stop, self._pre_stop + PRELOAD_BLOCK))
+            block = min(self._pre_block, PRELOAD_BLOCK)
+            ahead = min(len(messages), max(stop, self._pre_stop + block))
             self._append(self._entries(messages[self._pre_stop : ahead], count, memo))
             self._pre_stop = ahead
+            self._pre_block = 2 * block  # every line appended ahead so far was used
         self._pre_end = stop
         return self._close(count, memo, stop + base)
 
@@ -590,7 +600,8 @@ class ExtractiveSummarizer:
         way. A run of consecutive steps is :meth:`_call_range`; any other (a compaction that
         passed over pinned messages) drops the lines appended ahead and runs the plain call,
         after which later runs are preloaded again from the newest step. O(log n) amortized for a
-        run that starts where the last call ended, else O(len(steps) + PRELOAD_BLOCK)."""
+        run that starts where the last call ended, else O(len(steps) + the lines appended ahead)
+        (see :meth:`_call_range`)."""
         first, stop = steps[0], steps[-1] + 1
         if stop - first == len(steps):
             return self._call_range(previous, first, stop)
@@ -603,11 +614,12 @@ class ExtractiveSummarizer:
 
     def _unload(self) -> None:
         """Drop the lines appended ahead of their calls (the log ends at the last summarized
-        message again). O(lines dropped)."""
+        message again); the next batch starts small again. O(lines dropped)."""
         if self._pre_stop > self._pre_end:
             end = self._pre_end + self._pre_base
             del self._log[end:], self._tok[end:], self._nlt[end:], self._pe[end + 1 :], self._pn[end + 1 :]
             self._pre_stop = self._pre_end
+            self._pre_block = PRELOAD_FIRST
 
     # -- deferred calls -----------------------------------------------------------------------
     def _call_spans(self, previous: Message | None, dropped: Sequence[Message], count, memo: dict) -> Message:

@@ -226,3 +226,73 @@ def test_policy_walk_with_summaries_on_every_real_retail_conversation(retail):
                 assert_same(got, reference_replay(msgs, s, None))
                 accepted += got.stats.summaries_accepted
     assert accepted > 0
+
+
+def test_policy_walk_with_summaries_preloads_lines_in_proportion_to_the_drops(monkeypatch):
+    """Pinned system messages every few turns make most compactions start past a pinned one (not
+    where the last ended), so the summarizer falls back to its plain call and drops the lines it
+    had appended ahead. The lines made ahead (and thrown away) must stay in proportion to the
+    messages summarized, not one PRELOAD_BLOCK per fallback (that made the walk 14-21x slower than
+    History.add at 2x10^4 messages). Counts the lines made, never the time; and the Replay still
+    equals History's."""
+    from convmem.summarizers import ExtractiveSummarizer
+    from convmem.synthetic import generate_conversation
+
+    msgs = []
+    for i, m in enumerate(generate_conversation(1_500, seed=3).messages):
+        msgs.append(m)
+        if i % 7 == 0:
+            msgs.append(Message(f"sys{i}", "system", 30, content=f"note {i}: rules apply"))
+    made = [0]
+    real = ExtractiveSummarizer._entries
+
+    def spy(self, dropped, count, memo):
+        made[0] += len(dropped)
+        return real(self, dropped, count, memo)
+
+    monkeypatch.setattr(ExtractiveSummarizer, "_entries", spy)
+    s = HistorySettings(3_000, 2_500, pin_system=True, summary_budget=400)
+    got = replay(msgs, s)
+    summarized = got.stats.messages_dropped
+    assert got.stats.compactions > 500 and summarized > 1_000  # the case falls back often
+    assert made[0] <= 3 * len(msgs)
+    assert_same(got, reference_replay(msgs, s, None))
+
+
+#: Adversarial contents (break19): emoji, CJK, RTL, combining marks, zero-width and odd whitespace,
+#: lone punctuation, the summary header and role-like words, lines far over line_chars.
+ODD_TEXTS = ("🙂", "👍🏽", "—", ".", "!?", "...", "日本語のテキスト", "مرحبا", "e\u0301", "\u200b", "\t", "\n", "\u2028",
+             "\x85", "a:b", "user:", "Earlier:", "summary-1", "…", "ǅ", "ﬁ", "𝔘𝔫𝔦", "\r\n", "::", "z9", "x" * 300)
+#: Ids a summary id ("summary-<n>") is close to without repeating: the walk still applies.
+NEAR_SUMMARY_IDS = ("summary", "summary_1", "Summary-1", "summar-1", "x-summary-1", "summary1", " summary-1")
+
+
+@st.composite
+def odd_cases(draw):
+    flags = draw(st.sampled_from(COMBOS))
+    limit = draw(st.one_of(st.integers(0, 12), st.integers(12, 400)))
+    target = draw(st.one_of(st.none(), st.integers(0, limit), st.just(limit)))
+    cap = limit if target is None else target
+    budget = draw(st.one_of(st.integers(0, cap), st.just(cap), st.just(0)))
+    msgs = []
+    for i, m in enumerate(draw(conversations(limit, 40, KINDS))):
+        mid = draw(st.sampled_from(NEAR_SUMMARY_IDS)) + f"#{i}" if draw(st.integers(0, 9)) == 0 else f"m{i}"
+        text = draw(st.one_of(st.none(), st.just(""), st.just(" \n\t"),
+                              st.lists(st.sampled_from(ODD_TEXTS), max_size=40).map(" ".join),
+                              st.lists(st.sampled_from(ODD_TEXTS), max_size=6).map("".join)))
+        msgs.append(dataclasses.replace(m, id=mid, content=text))
+    limits = draw(st.lists(st.integers(0, 400), min_size=1, max_size=3))
+    return HistorySettings(limit, target, summary_budget=budget, **flags), msgs, limits
+
+
+@settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(odd_cases())
+def test_policy_walk_with_summaries_on_odd_texts_and_near_summary_ids(case):
+    """Summaries with any combination of the flags on adversarial contents (None, blank, emoji,
+    unicode whitespace, the header, very long lines) and ids near the summaries' (budget 0, equal
+    to the target or the limit; limits down to 0): the walk is taken and equals History, replay
+    and sweep_limits."""
+    s, msgs, limits = case
+    assert walked(s, msgs)
+    assert_same(replay(msgs, s), reference_replay(msgs, s, None))
+    assert sweep_limits(msgs, s, limits) == history_sweep(msgs, s, limits)
