@@ -12,8 +12,8 @@ interpreter with more than one batch (~15-25 ms). A conversation is queued once 
 the first toggle would otherwise wait for its lines noticeably.
 
 Memory: the lines go into convmem's process-wide line cache, which the first summaries replay
-fills anyway and which is bounded by its own cap; the queue holds references to conversations
-the dataset cache holds already.
+fills anyway and which is bounded by its own cap; the queue holds a conversation only until its
+lines are counted (one it took from an evicted dataset lives until then, not longer).
 """
 
 from __future__ import annotations
@@ -87,11 +87,11 @@ def warm_later(key: str, messages: Sequence[Message], *, line_chars: int = 120) 
 def _work() -> None:
     """The worker: each queued conversation's lines, batch by batch, each batch in quiet time. A
     conversation whose counter cannot be built (no rank file, no tiktoken) is skipped: the view
-    that needs the counter reports it, and the worker goes on with the queue."""
+    that needs the counter reports it, and the worker goes on with the queue. No local holds a
+    conversation while the worker waits for the next (its dataset may be evicted meanwhile)."""
     while True:
-        messages, line_chars, script_name = _QUEUE.get()
         try:
-            _warm_batches(messages, line_chars, script_name)
+            _warm_batches(*_QUEUE.get())
         except (EncodingUnavailableError, ImportError):
             continue
 

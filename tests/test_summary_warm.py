@@ -174,3 +174,26 @@ def test_a_worker_ended_by_an_unexpected_error_is_started_again(idle, monkeypatc
         threading.Event().wait(0.05)
     assert uncounted(later) == 0
     assert idle_lines._WORKER[0] is not first and idle_lines._WORKER[0].is_alive()
+
+
+def test_the_worker_keeps_no_conversation_once_counted(idle):
+    """After its lines are counted, a conversation is referenced by nothing of the worker's (its
+    dataset may be evicted: the worker must not keep it alive while it waits for the next one)."""
+    import gc
+    import weakref
+
+    class Conversation(list):  # a list subclass can be weakly referenced
+        pass
+
+    conv = Conversation(fresh(150, 50))
+    gone = weakref.ref(conv)
+    assert idle_lines.warm_later("d/evicted", conv) is True
+    for _ in range(200):
+        if uncounted(conv) == 0:
+            break
+        threading.Event().wait(0.05)
+    assert uncounted(conv) == 0
+    threading.Event().wait(0.1)  # the worker is back waiting on the queue
+    del conv
+    gc.collect()
+    assert gone() is None
