@@ -193,7 +193,10 @@ def test_the_worker_keeps_no_conversation_once_counted(idle):
             break
         threading.Event().wait(0.05)
     assert uncounted(conv) == 0
-    threading.Event().wait(0.1)  # the worker is back waiting on the queue
     del conv
-    gc.collect()
+    for _ in range(200):  # the worker ends its batch and waits on the queue again
+        gc.collect()
+        if gone() is None:
+            break
+        threading.Event().wait(0.05)
     assert gone() is None
