@@ -12,8 +12,8 @@ interpreter with more than one batch (~15-25 ms). A conversation is queued once 
 the first toggle would otherwise wait for its lines noticeably.
 
 Memory: the lines go into convmem's process-wide line cache, which the first summaries replay
-fills anyway and which is bounded by its own cap; the queue holds references to conversations
-the dataset cache holds already.
+fills anyway and which is bounded by its own cap; the queue holds a conversation only until its
+lines are counted (one it took from an evicted dataset lives until then, not longer).
 """
 
 from __future__ import annotations
@@ -24,7 +24,7 @@ import time
 from collections import OrderedDict
 from collections.abc import Callable, Sequence
 
-from convmem import ExtractiveSummarizer, Message
+from convmem import EncodingUnavailableError, ExtractiveSummarizer, Message
 
 __all__ = ["BATCH", "MIN_MESSAGES", "QUIET_S", "REMEMBERED", "wait_for_quiet", "warm_later"]
 
@@ -63,7 +63,8 @@ def warm_later(key: str, messages: Sequence[Message], *, line_chars: int = 120) 
     """Queue the summary lines of ``messages`` (a conversation, ``key`` naming it) to be counted in
     idle time, with the default counter and ``line_chars`` (the page's ExtractiveSummarizer's).
     Returns True when queued by this call; False when the conversation is short (under
-    :data:`MIN_MESSAGES`) or was queued before. O(1); starts the worker thread on first use.
+    :data:`MIN_MESSAGES`) or was queued before. O(1); starts the worker thread on first use (and
+    again if an unexpected error ended it).
     """
     if len(messages) < MIN_MESSAGES:
         return False
@@ -76,18 +77,29 @@ def warm_later(key: str, messages: Sequence[Message], *, line_chars: int = 120) 
         while len(_QUEUED) > REMEMBERED:
             _QUEUED.popitem(last=False)
         _QUEUE.put((messages, line_chars, script_name))
-        if not _WORKER:
+        if not _WORKER or not _WORKER[0].is_alive():  # first use, or the worker died
             worker = threading.Thread(target=_work, name="convmem-summary-lines", daemon=True)
-            _WORKER.append(worker)
+            _WORKER[:] = [worker]
             worker.start()
     return True
 
 
 def _work() -> None:
-    """The worker: each queued conversation's lines, batch by batch, each batch in quiet time."""
+    """The worker: each queued conversation's lines, batch by batch, each batch in quiet time. A
+    conversation whose counter cannot be built (no rank file, no tiktoken) is skipped: the view
+    that needs the counter reports it, and the worker goes on with the queue. No local holds a
+    conversation while the worker waits for the next (its dataset may be evicted meanwhile)."""
     while True:
-        messages, line_chars, script_name = _QUEUE.get()
-        summarizer = ExtractiveSummarizer(max_tokens=0, line_chars=line_chars)
-        for start in range(0, len(messages), BATCH):
-            wait_for_quiet(script_name)
-            summarizer.warm(messages[start : start + BATCH])
+        try:
+            _warm_batches(*_QUEUE.get())
+        except (EncodingUnavailableError, ImportError):
+            continue
+
+
+def _warm_batches(messages: Sequence[Message], line_chars: int, script_name: str) -> None:
+    """Count the summary lines of ``messages``, :data:`BATCH` at a time, each batch after
+    :func:`wait_for_quiet`. Raises what the default counter raises when it cannot be built."""
+    summarizer = ExtractiveSummarizer(max_tokens=0, line_chars=line_chars)
+    for start in range(0, len(messages), BATCH):
+        wait_for_quiet(script_name)
+        summarizer.warm(messages[start : start + BATCH])

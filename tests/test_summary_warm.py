@@ -117,3 +117,86 @@ def test_wait_for_quiet_waits_for_every_run_and_a_quiet_period_after_it(idle):
     release.set()
     waiter.join(timeout=10)
     assert not waiter.is_alive() and naps == [0.01]
+
+
+def test_the_worker_outlives_a_counter_that_cannot_load(idle, monkeypatch):
+    """A server without its rank file (or tiktoken): warm raises what the default counter raises.
+    The worker must skip that conversation and keep serving the queue; a dead worker would leave
+    every later conversation queued for good (uncounted, and referenced by the queue after its
+    dataset is evicted)."""
+    from convmem.tokens import EncodingUnavailableError
+
+    broken, later = fresh(150, 46), fresh(150, 47)
+    real_warm = ExtractiveSummarizer.warm
+
+    def warm(self, messages):
+        if messages and messages[0] is broken[0]:
+            raise EncodingUnavailableError("no rank file for cl100k_base (test)")
+        return real_warm(self, messages)
+
+    monkeypatch.setattr(ExtractiveSummarizer, "warm", warm)
+    assert idle_lines.warm_later("d/broken", broken) is True
+    worker = idle_lines._WORKER[0]
+    for _ in range(200):
+        if idle_lines._QUEUE.empty():
+            break
+        threading.Event().wait(0.05)
+    threading.Event().wait(0.2)  # the broken conversation has been taken and tried
+    assert idle_lines.warm_later("d/later", later) is True
+    for _ in range(200):
+        if uncounted(later) == 0:
+            break
+        threading.Event().wait(0.05)
+    assert uncounted(later) == 0
+    assert uncounted(broken) == 150
+    assert idle_lines._WORKER[0].is_alive() and idle_lines._WORKER == [worker]
+
+
+def test_a_worker_ended_by_an_unexpected_error_is_started_again(idle, monkeypatch):
+    broken, later = fresh(150, 48), fresh(150, 49)
+    real_warm = ExtractiveSummarizer.warm
+
+    def warm(self, messages):
+        if messages and messages[0] is broken[0]:
+            raise RuntimeError("unexpected (test)")
+        return real_warm(self, messages)
+
+    monkeypatch.setattr(ExtractiveSummarizer, "warm", warm)
+    monkeypatch.setattr(threading, "excepthook", lambda args: None)  # the worker's end, expected here
+    assert idle_lines.warm_later("d/broken", broken) is True
+    first = idle_lines._WORKER[0]
+    first.join(timeout=10)
+    assert not first.is_alive()
+    assert idle_lines.warm_later("d/later", later) is True
+    for _ in range(200):
+        if uncounted(later) == 0:
+            break
+        threading.Event().wait(0.05)
+    assert uncounted(later) == 0
+    assert idle_lines._WORKER[0] is not first and idle_lines._WORKER[0].is_alive()
+
+
+def test_the_worker_keeps_no_conversation_once_counted(idle):
+    """After its lines are counted, a conversation is referenced by nothing of the worker's (its
+    dataset may be evicted: the worker must not keep it alive while it waits for the next one)."""
+    import gc
+    import weakref
+
+    class Conversation(list):  # a list subclass can be weakly referenced
+        pass
+
+    conv = Conversation(fresh(150, 50))
+    gone = weakref.ref(conv)
+    assert idle_lines.warm_later("d/evicted", conv) is True
+    for _ in range(200):
+        if uncounted(conv) == 0:
+            break
+        threading.Event().wait(0.05)
+    assert uncounted(conv) == 0
+    del conv
+    for _ in range(200):  # the worker ends its batch and waits on the queue again
+        gc.collect()
+        if gone() is None:
+            break
+        threading.Event().wait(0.05)
+    assert gone() is None
