@@ -643,7 +643,13 @@ class ExtractiveSummarizer:
                 body = previous.content
                 call = self._made.get(previous.id) if body is None else None
                 if call is not None:
-                    body = _span_text(self._spans(), call)
+                    # A summary of this replay (History refused newer ones): its lines are copied
+                    # from the log with their counts, not read back from its text and recounted.
+                    copied = self._span_entries(call, count)
+                    if copied is None:
+                        body = _span_text(self._spans(), call)
+                    else:
+                        self._append(copied)
             if body:
                 if body.startswith(_HEADER):
                     body = body[len(_HEADER) :]
@@ -652,6 +658,27 @@ class ExtractiveSummarizer:
                               ((ln, self._count(ln, count)) for ln in fresh)])
         self._append(self._entries(dropped, count, memo))
         return self._close(count, memo, len(log))
+
+    def _span_entries(self, call: int, count) -> list[tuple[str, int, int, int]] | None:
+        """The log entries ``(line, tokens, tokens with "\n", tokens + 1)`` of the summary made by
+        call number ``call`` (0-based), oldest first: its clipped oldest line (counted through the
+        memo) and a copy of its span of the log. The same lines and counts as reading its text
+        back (:func:`_span_text` joins exactly these lines), without counting them again: O(lines)
+        at C level, where the read-back was one ``"\n"`` count per line (a replay whose summaries
+        History keeps refusing read a whole summary back on every compaction: 40 s at 10^5).
+        None when a line of the span has no ``"\n"`` count yet (appended by the eager path)."""
+        self._unload()
+        lo, hi = self._span_lo[call], self._span_hi[call]
+        nls = self._nlt[lo:hi]
+        if None in nls:
+            return None
+        toks = self._tok[lo:hi]
+        entries = list(zip(self._log[lo:hi], toks, nls, map((1).__add__, toks)))
+        top = self._span_top[call]
+        if top is not None:
+            t = self._count(top, count)
+            entries.insert(0, (top, t, self._with_newline(top, t, count), t + 1))
+        return entries
 
     def _entries(self, dropped: Sequence[Message], count, memo: dict) -> list[tuple[str, int, int, int]]:
         """``(line, tokens, tokens with "\n", tokens + 1)`` of each message of ``dropped``, from

@@ -138,14 +138,19 @@ def get_stats(dataset_key: str, conv_id: str, settings: HistorySettings) -> Repl
 _BY_REPR = {HistorySettings: repr, CachePricing: repr}
 
 
-@st.cache_resource(show_spinner=False, max_entries=48, hash_funcs=_BY_REPR)
+#: Shown while one limit of the sweep replays (Streamlit shows it only after its 0.5 s delay, so a
+#: fast limit flashes nothing): the progress bar can first appear only after a limit is done.
+SWEEP_STEP_SPINNER = "Sweeping limits: replaying the conversation at one more limit…"
+
+
+@st.cache_resource(show_spinner=SWEEP_STEP_SPINNER, max_entries=48, hash_funcs=_BY_REPR)
 def get_limit_run(dataset_key: str, conv_id: str, settings: HistorySettings) -> LimitRun:
     """One limit of the sweep (``settings`` already at that limit): one replay, kept as its stats
     and two int arrays (~8 bytes per message; read-only, shared). O(n) plus History's cost."""
     return limit_run(conversation(dataset_key, conv_id).messages, settings)
 
 
-@st.cache_data(show_spinner=False, max_entries=1024, hash_funcs=_BY_REPR)
+@st.cache_data(show_spinner=SWEEP_STEP_SPINNER, max_entries=1024, hash_funcs=_BY_REPR)
 def get_limit_stats(dataset_key: str, conv_id: str, settings: HistorySettings) -> ReplayStats:
     """The stats of one limit of the sweep (``settings`` already at that limit): the
     convmem.sweep_limits row, by its stats-only pass (no replay arrays; ~0.05-0.2 s per 10^5

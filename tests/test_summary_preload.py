@@ -157,3 +157,26 @@ def test_count_lines_reads_its_own_counts_when_another_thread_clears_the_memo():
     memo = ClearedAfterUpdate({"known line": 7})
     lines = ["a b", "known line", "c", "a b"]
     assert ExtractiveSummarizer._count_lines(lines, counter.count_text, memo) == [2, 7, 1, 2]
+
+
+def test_a_refused_summary_does_not_read_the_one_in_place_back(monkeypatch):
+    """When History keeps refusing new summaries (a budget close to the limit, pins), every call
+    gets the older summary in place as ``previous``: its lines are copied from the log with their
+    counts, never rebuilt from its text and recounted (that read-back made such a replay of 10^5
+    messages take ~40 s). The Replay stays the per-add reference's."""
+    import convmem.summarizers as summarizers_module
+    from convmem import HistorySettings, replay
+    from convmem.synthetic import generate_conversation
+    from reference_replay import reference_replay
+    from test_replay_reference import assert_same
+
+    msgs = list(generate_conversation(1_500, seed=17).messages)
+    s = HistorySettings(3_100, keep_tool_groups=True, pin_system=True, summary_budget=3_000)
+    want = reference_replay(msgs, s, None)
+    read_back = []
+    real = summarizers_module._span_text
+    monkeypatch.setattr(summarizers_module, "_span_text", lambda *a: read_back.append(a[1]) or real(*a))
+    got = replay(msgs, s)
+    assert got.stats.summaries_rejected > 100 and got.stats.summaries_accepted > 0
+    assert len(read_back) <= 1  # at most the final context's summary text
+    assert_same(got, want)
