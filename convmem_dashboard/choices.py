@@ -47,6 +47,7 @@ __all__ = [
     "conversation_label",
     "default_conversation_id",
     "most_tokens_id",
+    "plural",
     "resolve_selection",
     "shopper_conversations",
     "shopper_label",
@@ -88,7 +89,12 @@ def _first_user_text(conv: Conversation) -> str | None:
     return found
 
 
-def _plural(n: int, word: str) -> str:
+def plural(n: int, word: str) -> str:
+    """``n`` (with thousands separators) and ``word``, plural unless ``n`` is 1.
+
+    >>> plural(1, "conversation"), plural(1200, "message")
+    ('1 conversation', '1,200 messages')
+    """
     return f"{n:,} {word}{'' if n == 1 else 's'}"
 
 
@@ -102,8 +108,8 @@ def conversation_label(conv: Conversation) -> str:
     title = clean_text(text or "")
     parts = [clean_text(conv.user_id or NO_SHOPPER, 40)]
     parts.append(f"“{title}”" if title else "(no user message)" if text is None else "(no user text)")
-    parts.append(_plural(len(conv.messages), "message"))
-    parts.append(_plural(conv.total_tokens, "token"))
+    parts.append(plural(len(conv.messages), "message"))
+    parts.append(plural(conv.total_tokens, "token"))
     parts.append(clean_text(conv.id, 60))
     return " · ".join(parts)
 
@@ -118,8 +124,8 @@ def shopper_label(shopper: str, conversations: Sequence[Conversation]) -> str:
     messages = sum(len(c.messages) for c in conversations)
     tokens = sum(c.total_tokens for c in conversations)
     return " · ".join([
-        clean_text(shopper, 40), _plural(len(conversations), "conversation"),
-        _plural(messages, "message"), _plural(tokens, "token"),
+        clean_text(shopper, 40), plural(len(conversations), "conversation"),
+        plural(messages, "message"), plural(tokens, "token"),
     ])
 
 

@@ -47,6 +47,7 @@ from .db_source import (
     parse_database_url,
     read_database,
 )
+from .choices import plural
 from .uploads import UploadRegistry
 
 __all__ = [
@@ -498,8 +499,8 @@ def dataset_picker() -> Dataset:
     if st.session_state.get(_MISSING_KEY) and dataset.key == "sample":
         st.warning(missing_dataset_note(st.session_state[_MISSING_KEY], keys), icon=":material/link_off:")
     st.sidebar.caption(
-        f"{dataset.label}: {len(dataset.conversations):,} conversations · "
-        f"{dataset.message_count:,} messages · tokens: {counter_name()}"
+        f"{dataset.label}: {plural(len(dataset.conversations), 'conversation')} · "
+        f"{plural(dataset.message_count, 'message')} · tokens: {counter_name()}"
     )
     return dataset
 

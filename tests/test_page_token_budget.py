@@ -367,3 +367,11 @@ def test_drop_event_navigation_previous_next_and_jump_to_a_message_id(default_co
 def test_steps_shown_default_to_the_whole_conversation(default_conv):
     at = open_page()
     assert at.slider(key="win").value == (0, len(default_conv.messages) - 1)
+
+
+def test_the_sidebar_counts_one_conversation_in_the_singular():
+    """A synthetic dataset holds one conversation: "1 conversation · 1,000 messages", not
+    "1 conversations" (a new user read it in the sidebar)."""
+    at = ok(open_page(data="synthetic-1000"))
+    captions = [c.value for c in at.sidebar.caption]
+    assert any(c.startswith("Synthetic") and ": 1 conversation · 1,000 messages · tokens: " in c for c in captions), captions
