@@ -45,9 +45,10 @@ _WORKER: list[threading.Thread] = []
 
 def wait_for_quiet(script_name: str, quiet_s: float | None = None, sleep: Callable[[float], None] = time.sleep) -> None:
     """Return at once when no thread named ``script_name`` (Streamlit's script threads are all
-    "ScriptRunner.scriptThread"), other than the main thread and the caller, is alive; else wait
-    for each to end, then ``quiet_s`` seconds more (default :data:`QUIET_S`: the browser's rerun
-    that often follows a run), and check again."""
+    "ScriptRunner.scriptThread"), other than the main thread and the caller, is alive or starting;
+    else wait for each to end, then ``quiet_s`` seconds more (default :data:`QUIET_S`: the
+    browser's rerun that often follows a run), and check again. Never raises for a run that is
+    still starting (one ``threading.enumerate`` lists before ``join`` accepts it)."""
     me = threading.current_thread()
     main = threading.main_thread()
     while True:
@@ -55,7 +56,11 @@ def wait_for_quiet(script_name: str, quiet_s: float | None = None, sleep: Callab
         if not busy:
             return
         for t in busy:
-            t.join()
+            # threading.enumerate() also lists a thread between start() and its first step, which
+            # join() refuses (RuntimeError): such a run is starting, so the quiet period and the
+            # check after it cover it.
+            if t.is_alive():
+                t.join()
         sleep(QUIET_S if quiet_s is None else quiet_s)
 
 

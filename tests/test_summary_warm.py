@@ -200,3 +200,15 @@ def test_the_worker_keeps_no_conversation_once_counted(idle):
             break
         threading.Event().wait(0.05)
     assert gone() is None
+
+
+def test_wait_for_quiet_waits_out_a_run_that_is_still_starting(idle, monkeypatch):
+    """threading.enumerate() lists a thread from start() on (threading's "limbo"), but join()
+    raises RuntimeError until it runs: the worker died on it for good (bench_pages, session 20).
+    A starting run counts as busy: a quiet period, then the check again."""
+    starting = threading.Thread(target=lambda: None, name="ScriptRunner.scriptThread")  # never started
+    seen = iter([[starting], []])
+    monkeypatch.setattr(idle_lines.threading, "enumerate", lambda: next(seen))
+    naps = []
+    idle_lines.wait_for_quiet("ScriptRunner.scriptThread", 0.01, naps.append)
+    assert naps == [0.01]
