@@ -156,7 +156,9 @@ def run_sql_simulation(
         follow_up: list[Message] = []
         if error is None and pager.position is not None:
             follow_up = load_history(store.pager(conversation_id, after=pager.position))
-        truth = load_history(store.pager(conversation_id))
+        # The store's final contents in one keyset page (one query): the check reads what the
+        # store holds, not what the page put in it, and costs one query instead of one per page.
+        truth = load_history(store.pager(conversation_id, page_size=len(messages) + len(new) + 1))
     finally:
         store.close()
     arrived_ids = tuple(m.id for m in new) if served["at_call"] is not None else ()

@@ -46,6 +46,7 @@ __all__ = [
     "INTRO",
     "MAX_METRIC_CHARS",
     "MAX_SQL_MESSAGES",
+    "MAX_SQL_PAGES",
     "STORE_KINDS",
     "STORE_PAGED",
     "STORE_SQLITE",
@@ -62,6 +63,7 @@ __all__ = [
     "run_metrics",
     "seconds",
     "sql_cap_note",
+    "sql_message_cap",
     "truth_metrics",
 ]
 
@@ -69,9 +71,14 @@ __all__ = [
 INTRO = QUESTIONS["flaky_store"]
 #: The store the faults wrap (the ``store`` URL parameter's options, in url_params).
 STORE_PAGED, STORE_SQLITE = STORE_KINDS
-#: Messages the SQLite store mode copies into its private store (the first ones of the
-#: conversation): each run fills a fresh store and reads it back, about 0.3 s per 1,000 messages.
-MAX_SQL_MESSAGES = 20_000
+#: Messages the SQLite store mode copies into its private store at most (the first ones of the
+#: conversation): each run fills a fresh store and reads it back (about 30 ms per 1,000 messages)
+#: and pages through it, one SQL query per page (about 0.2 ms each).
+MAX_SQL_MESSAGES = 10_000
+#: Pages of the SQLite store mode's load at most: the store holds at most this many pages of
+#: the chosen page size (``sql_message_cap``), so one run's queries, and its time, stay bounded
+#: whatever the page size (1,000 queries: about 0.2 s; docs/decisions.md).
+MAX_SQL_PAGES = 1_000
 #: Longest metric value shown (characters): fits a third of the main column at 1,400 px.
 MAX_METRIC_CHARS = 12
 
@@ -178,24 +185,39 @@ def run(settings: FlakySettings, conversation_id: str, messages: Sequence[Messag
         TypeError / ValueError: settings that cannot run together (names the field).
     """
     if settings.sql:
-        return run_sql_simulation(conversation_id, messages[:MAX_SQL_MESSAGES], settings.page_size,
+        cap = sql_message_cap(settings.page_size)
+        return run_sql_simulation(conversation_id, messages[:cap], settings.page_size,
                                   settings.faults(), settings.load(), settings.arrival())
     return run_simulation(messages, settings.page_size, settings.faults(), settings.load())
 
 
+def sql_message_cap(page_size: int) -> int:
+    """Messages the SQLite store mode holds at most at ``page_size``: :data:`MAX_SQL_PAGES` pages,
+    and never more than :data:`MAX_SQL_MESSAGES`. O(1).
+
+    >>> sql_message_cap(5), sql_message_cap(1), sql_message_cap(200)
+    (5000, 1000, 10000)
+    """
+    return min(MAX_SQL_MESSAGES, MAX_SQL_PAGES * page_size)
+
+
 def sql_cap_note(settings: FlakySettings, messages: int) -> str | None:
-    """What the page says when the SQLite store mode uses only the first MAX_SQL_MESSAGES.
+    """What the page says when the SQLite store mode uses only the first
+    ``sql_message_cap(settings.page_size)`` messages (None when it holds them all).
 
     >>> print(sql_cap_note(FlakySettings(store=STORE_SQLITE), 100_000))
-    The SQLite store holds the first 20,000 of this conversation's 100,000 messages (each run fills a fresh private store).
+    The SQLite store holds the first 5,000 of this conversation's 100,000 messages: 1,000 pages of 5 (each run fills a fresh private store and pages through it, one query per page).
     >>> sql_cap_note(FlakySettings(), 100_000) is None
     True
     """
-    if not settings.sql or messages <= MAX_SQL_MESSAGES:
+    cap = sql_message_cap(settings.page_size)
+    if not settings.sql or messages <= cap:
         return None
+    pages = -(-cap // settings.page_size)
     return (
-        f"The SQLite store holds the first {count(MAX_SQL_MESSAGES)} of this conversation's "
-        f"{count(messages)} messages (each run fills a fresh private store)."
+        f"The SQLite store holds the first {count(cap)} of this conversation's {count(messages)} "
+        f"messages: {count(pages)} pages of {count(settings.page_size)} (each run fills a fresh "
+        f"private store and pages through it, one query per page)."
     )
 
 

@@ -160,6 +160,33 @@ def test_sqlite_store_mode_is_capped_and_says_so():
     many = [Message(f"m{i}", "user", 1) for i in range(MAX_SQL_MESSAGES + 7)]
     r = run(FlakySettings(store=STORE_SQLITE, rate=0.0, page_size=200, overlap=0), "c", many)
     assert [t[0] for t in r.truth] == [m.id for m in many[:MAX_SQL_MESSAGES]] and r.ok
-    assert "first 20,000 of this conversation's 20,007 messages" in sql_cap_note(
-        FlakySettings(store=STORE_SQLITE), len(many))
-    assert sql_cap_note(FlakySettings(store=STORE_SQLITE), MAX_SQL_MESSAGES) is None
+    assert "first 10,000 of this conversation's 10,007 messages: 50 pages of 200" in sql_cap_note(
+        FlakySettings(store=STORE_SQLITE, page_size=200), len(many))
+    assert sql_cap_note(FlakySettings(store=STORE_SQLITE, page_size=200), MAX_SQL_MESSAGES) is None
+
+
+def test_sqlite_store_mode_runs_a_bounded_number_of_queries(monkeypatch):
+    """One query per page of the load, capped at MAX_SQL_PAGES pages whatever the page size, and
+    one query for the store's final contents (it read them page by page: twice the queries)."""
+    from convmem.stores import SQLStore
+    from convmem_dashboard.view_flaky_store import MAX_SQL_PAGES, sql_cap_note, sql_message_cap
+
+    queries = []
+    real_page = SQLStore._page
+
+    def page(self, *args, **kwargs):
+        queries.append(args)
+        return real_page(self, *args, **kwargs)
+
+    monkeypatch.setattr(SQLStore, "_page", page)
+    many = [Message(f"m{i}", "user", 1) for i in range(12_000)]
+    for size in (1, 5):
+        queries.clear()
+        r = run(FlakySettings(store=STORE_SQLITE, rate=0.0, page_size=size, overlap=0), "c", many)
+        cap = sql_message_cap(size)
+        assert cap == MAX_SQL_PAGES * size
+        assert [t[0] for t in r.truth] == [m.id for m in many[:cap]] and r.ok
+        assert len(r.calls) == MAX_SQL_PAGES
+        assert len(queries) == MAX_SQL_PAGES + 2  # the load's pages, the follow-up, the final contents
+    assert "first 5,000 of this conversation's 12,000 messages: 1,000 pages of 5" in sql_cap_note(
+        FlakySettings(store=STORE_SQLITE, page_size=5), len(many))
