@@ -46,12 +46,13 @@ providers' own pages, as stored by the search index:
 from __future__ import annotations
 
 import math
+from array import array
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, replace
 
 from .history import OVER_LIMIT, START_ON_USER, TOO_BIG
 from .message import Message
-from .replay import HistorySettings, Replay, ReplayStats, SummaryLog, _check_messages, replay
+from .replay import CompactionLog, HistorySettings, Replay, ReplayStats, SummaryLog, _check_messages, replay
 
 __all__ = [
     "CachePricing",
@@ -272,6 +273,18 @@ def prefix_tokens_of_contexts(contexts: Iterable[Sequence[Message]]) -> tuple[in
     return tuple(out)
 
 
+def _drop_columns(log: CompactionLog) -> tuple[tuple, tuple, array, array, Sequence[str | None]]:
+    """The drops of a replay's log without building its records (no message or pair per drop):
+    ``(steps, events, starts, seqs, reasons)``, record ``i`` dropping the add steps
+    ``seqs[starts[i]:starts[i + 1]]`` for ``reasons[starts[i]:starts[i + 1]]``. O(drops), at C
+    level."""
+    seqs = log._seqs  # noqa: SLF001 - same package: the log's own columns
+    reasons = log._reasons  # noqa: SLF001
+    if log._by_step:  # noqa: SLF001 - the policy walk's log: reasons are per add step
+        reasons = list(map(reasons.__getitem__, seqs))
+    return log.steps, log._events, log._starts, seqs, reasons  # noqa: SLF001
+
+
 def unchanged_prefix_tokens(
     result: Replay, edits: Mapping[int, Sequence[Message]] | None = None
 ) -> tuple[int, ...]:
@@ -299,7 +312,7 @@ def unchanged_prefix_tokens(
         return ()
     tokens = [m.tokens for m in result.messages]
     totals = result.totals
-    raw = result.compactions._raw  # noqa: SLF001 - same package: the records, unbuilt
+    log_steps, log_events, starts, drop_seqs, drop_reasons = _drop_columns(result.compactions)
     # Each summary's id, role and tokens (its text is not needed: ids of one summarizer differ).
     summaries = iter(result.summaries._stubs() if isinstance(result.summaries, SummaryLog) else result.summaries)
     # Linked list over nodes k = seq + 1; node 0 is the head sentinel, n + 1 the end. Messages not
@@ -332,8 +345,9 @@ def unchanged_prefix_tokens(
         changes.setdefault(step, []).extend((m.id, m.tokens) for m in edited_messages)
     edits = changes
     index = {m.id: i for i, m in enumerate(result.messages)} if edits else {}
-    no_drop: tuple = ((), None)
-    steps = {record[0]: (record[5], record[6]) for record in raw}
+    no_drop: tuple = (0, 0, None)
+    # step -> (first, stop, event): its drops are drop_seqs[first:stop] / drop_reasons[first:stop].
+    steps = dict(zip(log_steps, zip(starts, starts[1:], log_events)))
 
     def seek(t: int) -> None:
         """Move the pointer to the first linked node with seq >= t."""
@@ -350,15 +364,16 @@ def unchanged_prefix_tokens(
         p = k
 
     for s in sorted(steps.keys() | edits.keys()) if edits else list(steps):
-        dropped, event = steps.get(s, no_drop)
+        lo, hi, event = steps.get(s, no_drop)
+        dropped = drop_seqs[lo:hi]
         edited = []
         for mid, new_tokens in edits.get(s, ()):
             if mid not in index:
                 raise KeyError(f"unchanged_prefix_tokens edits[{s}] names id {mid!r}, no message of the replay")
             edited.append((index[mid], new_tokens))
-        removed = [seq for (seq, _m), _why in dropped if seq < s]
+        removed = [seq for seq in dropped if seq < s]
         removed += [seq for seq, _t in edited if seq < s and alive[seq]]
-        unit = [seq for (seq, _m), why in dropped if why in _UNIT_REASONS]
+        unit = [seq for seq, why in zip(dropped, drop_reasons[lo:hi]) if why in _UNIT_REASONS]
         new_frontier = max(frontier, max(unit)) if unit else frontier
         new_summary = summary
         if event is not None:
@@ -375,7 +390,7 @@ def unchanged_prefix_tokens(
                 seek(new_frontier + 1)
                 hi = count_below
                 seek(frontier + 1)
-                gone = sum(1 for (x, _m), _why in dropped if frontier < x <= new_frontier)
+                gone = sum(1 for x in dropped if frontier < x <= new_frontier)
                 changed = hi - count_below - gone > 0
             if changed:
                 key = 2 * frontier + 2
@@ -388,7 +403,7 @@ def unchanged_prefix_tokens(
             if summary is not None and 2 * frontier + 2 < first:
                 prefix += summary.tokens
             out[s] = prefix
-        for (seq, _m), _why in dropped:
+        for seq in dropped:
             k = seq + 1
             if k == p:
                 p = nxt[k]

@@ -363,3 +363,37 @@ def test_clearing_policies_match_brute_force(scenario, data):
         return
     r = replay(msgs, s, count_tokens=words)
     assert unchanged_prefix_tokens(r) == brute_force(msgs, s, count_tokens=words)
+
+
+# ------------------------------------------------------- the replay walks' logs (default counter)
+
+
+def _drops_of_records(log):
+    """(steps, events, [(seqs, reasons) per record]) read from the log's full records."""
+    raw = log._raw
+    return (
+        tuple(r[0] for r in raw),
+        tuple(r[6] for r in raw),
+        [([seq for (seq, _m), _why in r[5]], [why for _pair, why in r[5]]) for r in raw],
+    )
+
+
+@pytest.mark.parametrize("combo", list(itertools.product([False, True], repeat=4)))
+@pytest.mark.parametrize("summaries", [False, True])
+def test_the_walks_logs_give_the_prefix_their_records_give(combo, summaries):
+    """With convmem's own counter the replay takes its fast walks (the summary walk's range
+    records, the base rule's flat records, the policy walk's per-step columns), whose logs
+    unchanged_prefix_tokens reads as columns (_drop_columns), not as records: each record's drops
+    and reasons must be the ones its full record holds, and the prefix the brute force's."""
+    from convmem.prompt_cache import _drop_columns
+
+    msgs = list(generate_conversation(160, seed=12).messages)
+    s = HistorySettings(1_500, None, *combo, summary_budget=200 if summaries else None)
+    r = replay(msgs, s)
+    steps, events, starts, seqs, reasons = _drop_columns(r.compactions)
+    want_steps, want_events, want_drops = _drops_of_records(r.compactions)
+    assert (tuple(steps), tuple(events)) == (want_steps, want_events)
+    got = [(list(seqs[a:b]), list(reasons[a:b])) for a, b in zip(starts, starts[1:])]
+    assert got == want_drops
+    assert any(why is not None for _seqs, whys in got for why in whys)
+    assert unchanged_prefix_tokens(r) == brute_force(msgs, s)
