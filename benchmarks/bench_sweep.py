@@ -31,7 +31,7 @@ def sweep_times(data: str) -> dict[str, float]:
     at.switch_page(PAGE)
     timed_run(at)
     if any(e.proto.expanded for e in at.expander):
-        raise RuntimeError("the sweep starts open: pick a dataset over LAZY_MESSAGES messages")
+        raise RuntimeError("the sweep started open (it starts closed unless the link opens it)")
     times = {}
     at.session_state["sweep"] = True
     times["open"] = timed_run(at)

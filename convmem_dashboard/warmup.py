@@ -1,13 +1,16 @@
-"""The first view after the server started: the libraries the pages need load under a spinner.
+"""The first view of a page: the modules it needs load under its question and a spinner.
 
 A freshly started server has imported Streamlit (and plotly, which Streamlit imports) but not
-pandas, numpy and pyarrow, which every page's tables need: about 1-1.4 s on a loaded 2-core
-machine, the largest part of a cold first view of the bundled sample (benchmarks/bench_cold.py).
-Imported inside a page, they hold the page back with nothing on screen; dashboard.py calls
-:func:`warm_up` before the page runs, so that wait shows the page's question and a spinner with
-the elapsed time instead (issue 10 item 3: progress, never blank placeholders). Both go once the
-modules are in; the page then draws itself. Later views find the modules imported and pay
-nothing (a ``sys.modules`` lookup per module).
+convmem, pandas, numpy and pyarrow, which every page needs: 0.5-1.4 s on a loaded 2-core machine,
+the largest part of the server's share of a cold first view of the bundled sample
+(benchmarks/bench_cold.py). Imported by dashboard.py's data picker or inside a page, they held
+the view back with nothing in the main area. dashboard.py calls :func:`warm_up` right after
+``st.navigation``, before anything imports convmem: the page's question is drawn at once, and
+the imports (:data:`HEAVY_MODULES`, then the dashboard modules the page file imports,
+:func:`page_modules`) run under a spinner with the elapsed time. The question stays while the
+data picker loads the dataset (its own spinner) and is removed just before the page draws
+itself, question first (issue 10 item 3: progress, never blank placeholders). Later views find
+the modules imported and pay nothing (a ``sys.modules`` lookup per module).
 
 The token counter is loaded the same way, once per server but off every view: its rank file
 (cl100k_base, 0.1-0.3 s) is needed only by the first replay with summaries (and by data that
@@ -18,19 +21,52 @@ it, nor does the first toggle of "Summaries" that comes after it.
 
 from __future__ import annotations
 
+import ast
+import functools
 import importlib
 import sys
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
+from pathlib import Path
 
 import streamlit as st
 
-__all__ = ["HEAVY_MODULES", "load_counter_after", "missing_modules", "warm_up"]
+__all__ = ["HEAVY_MODULES", "load_counter_after", "missing_modules", "page_modules", "warm_up"]
 
 #: Modules every page imports (directly or through convmem_dashboard's table builders) whose first
-#: import is slow, in import order.
-HEAVY_MODULES = ("numpy", "pandas", "plotly.graph_objects")
+#: import is slow, in import order; the data picker's module (convmem with it) last.
+HEAVY_MODULES = ("numpy", "pandas", "plotly.graph_objects", "convmem_dashboard.data")
+#: The folder that holds the convmem and convmem_dashboard packages (and dashboard.py).
+ROOT = Path(__file__).resolve().parent.parent
+
+
+@functools.lru_cache(maxsize=32)
+def page_modules(page_file: str | Path, root: Path = ROOT) -> tuple[str, ...]:
+    """The modules a page file imports at its top level, in order, read with :mod:`ast` (the
+    file is not run): ``import a.b`` gives ``a.b``; ``from p import x`` gives ``p``, and also
+    ``p.x`` when that is a submodule of a package under ``root`` (a ``p/x.py`` file or a
+    ``p/x/`` package). Relative imports are left out. O(size of the file), once per path
+    (cached); raises OSError / SyntaxError when the file cannot be read / parsed.
+
+    >>> page_modules(ROOT / "pages" / "token_budget.py")[:3]
+    ('__future__', 're', 'streamlit')
+    >>> "convmem_dashboard.cache_budget" in page_modules(ROOT / "pages" / "token_budget.py")
+    True
+    """
+    tree = ast.parse(Path(page_file).read_text(encoding="utf-8"))
+    names: list[str] = []
+    for node in tree.body:
+        if isinstance(node, ast.Import):
+            names.extend(alias.name for alias in node.names)
+        elif isinstance(node, ast.ImportFrom) and node.module and not node.level:
+            names.append(node.module)
+            folder = root.joinpath(*node.module.split("."))
+            names.extend(
+                f"{node.module}.{alias.name}" for alias in node.names
+                if (folder / f"{alias.name}.py").is_file() or (folder / alias.name / "__init__.py").is_file()
+            )
+    return tuple(dict.fromkeys(names))
 
 
 def missing_modules(modules=HEAVY_MODULES, loaded=None) -> list[str]:
@@ -97,30 +133,37 @@ def load_counter_after(run: threading.Thread, build: Callable[[], None]) -> thre
         return _COUNTER_LOADER[0]
 
 
-def warm_up(page_title: str, question: str | None = None) -> None:
-    """Import :data:`HEAVY_MODULES` not imported yet, showing the page's ``question`` (bold, as
-    the page shows it) and a spinner naming ``page_title`` meanwhile; both are removed before
-    the page runs. The first call of the process also starts :func:`load_counter_after` the
+def warm_up(page_title: str, question: str | None = None, modules: Sequence[str] = HEAVY_MODULES):
+    """Import the ones of ``modules`` not imported yet (in order), showing the page's
+    ``question`` (bold, as the page shows it) and a spinner naming ``page_title`` meanwhile.
+    Returns the placeholder that still holds the question (the caller empties it just before the
+    page draws its own), or None when nothing was missing (nothing drawn: a warm server shows
+    nothing at all). The first call of the process also starts :func:`load_counter_after` the
     current (script) thread, when that is not the main thread (Streamlit runs scripts in their
     own threads; the main thread never ends before the process does).
 
-    Streamlit shows the spinner only when the block lasts over its delay (0.5 s); a warm server
-    draws nothing at all. Raises what the imports raise (never in a working install).
+    Streamlit shows the spinner only when the block lasts over its delay (0.5 s); the question is
+    drawn at once. O(len(modules)) lookups when all are imported. Raises what the imports raise
+    (never in a working install).
     """
     run = threading.current_thread()
     if not _COUNTER_LOADER and run is not threading.main_thread():
         load_counter_after(run, _build_default_counter)
-    missing = missing_modules()
+    missing = missing_modules(modules)
     if not missing:
-        return
+        return None
     slot = st.empty()
     with slot.container():
         if question:
             st.markdown(f"**{question}**")
         with st.spinner(
-            f"Opening {page_title}: loading pandas and plotly (once, after the server started)…",
+            f"Opening {page_title}: loading convmem, pandas and plotly (once, after the server started)…",
             show_time=True,
         ):
             for name in missing:
                 importlib.import_module(name)
-    slot.empty()
+    if question:
+        slot.markdown(f"**{question}**")
+    else:
+        slot.empty()
+    return slot

@@ -47,9 +47,6 @@ from convmem_dashboard.tables_budget import (
 )
 
 
-#: Above this many messages the comparison and the sweep start collapsed (each costs extra
-#: replays, ~1 s per 10^5 messages); opening them computes them once (cached).
-LAZY_MESSAGES = 20_000
 URL = "query-params"
 #: Ranges, defaults and steps of the URL-bound widgets (shared with the URL sanitizer), and the
 #: option lists POLICIES (History's keyword names) and TARGET_MODES from the same table.
@@ -370,7 +367,11 @@ download_json(
 )
 
 # ------------------------------------------------------------------------------------ A against B
-with st.expander("Compare with a second setting (B)", expanded=n <= LAZY_MESSAGES, key="cmp", bind=URL) as cmp:
+# The comparison and the sweep start closed, at every size: below the first screen, they cost a
+# cold first view of the bundled sample ~2.5 s of server work and 2-4 s of the browser drawing
+# four more charts (docs/performance.md, cold20); opening one computes it once (cached), and
+# the link keeps it open (?cmp=true, ?sweep=true).
+with st.expander("Compare with a second setting (B)", expanded=False, key="cmp", bind=URL) as cmp:
     if cmp.open:
         # Two rows: the four policies need the whole width to show every chip, and the toggle's
         # label its own column.
@@ -408,7 +409,7 @@ with st.expander("Compare with a second setting (B)", expanded=n <= LAZY_MESSAGE
         panel_cost.render(key, conv_id, settings, settings_b)
 
 # ---------------------------------------------------------------------------------------- sweep
-with st.expander("Limit sweep: pick a limit by eye", expanded=n <= LAZY_MESSAGES, key="sweep", bind=URL) as sweep:
+with st.expander("Limit sweep: pick a limit by eye", expanded=False, key="sweep", bind=URL) as sweep:
     if sweep.open:
         count = st.slider("Limits to try", *P["sw_n"].slider, key="sw_n", bind=URL,
                           help=f"Up to this many limits, evenly spaced over the slider's range and "

@@ -36,6 +36,15 @@ def open_dashboard_page(page: str, query: dict[str, str] | None = None, data: st
     return at.run()
 
 
+def open_token_budget_sections(at: AppTest, query: dict | None) -> None:
+    """On Token budget, open the comparison and the sweep (they start closed) unless ``query``
+    (the link) names them; set as state, not in the link, so that a test can close them again
+    (a link would win)."""
+    for key in ("cmp", "sweep"):
+        if key not in (query or {}):
+            at.session_state[key] = True
+
+
 PAGES = ("pages/home.py", "pages/flaky_store.py", "pages/token_budget.py", "pages/listing_eviction.py")
 UPLOAD_ERROR_HEAD = "Could not read the upload; nothing was loaded. What is wrong and where:"
 

@@ -35,6 +35,7 @@ def test_upload_on_home_then_token_budget_shows_the_agents_compactions():
     assert [s.value for s in at.success] == ["Using the uploaded file: 2 conversations."]
     at.switch_page("pages/token_budget.py")
     at.session_state["conv"] = "S1"
+    at.session_state["cmp"] = True  # the comparison, with the cost panel, starts closed
     ok(at.run())
     table = frame(at, "before (reported)")
     assert table["add step"].tolist() == [6] and table["before (reported)"].tolist() == [1200]

@@ -17,7 +17,7 @@ from streamlit.testing.v1 import AppTest
 from convmem import HistorySettings, context_at, load_conversations, replay, sweep_limits
 from convmem_dashboard.choices import default_conversation_id
 from convmem_dashboard.tables_budget import MESSAGE_COLUMNS, limit_bounds, sweep_grid
-from apptest_support import dashboard_app, metrics, ok
+from apptest_support import dashboard_app, metrics, ok, open_token_budget_sections
 
 ROOT = Path(__file__).resolve().parent.parent
 SAMPLE = ROOT / "sample_data" / "shoppers.jsonl"
@@ -44,6 +44,7 @@ def open_page(query: dict | None = None, data: str | None = None) -> AppTest:
     at.switch_page(PAGE)
     if data:
         at.session_state["data"] = data  # the sidebar's dataset picker (convmem_dashboard.data)
+    open_token_budget_sections(at, query)
     return at.run()
 
 
@@ -284,7 +285,7 @@ def test_sweep_opened_shows_convmem_sweep_limits_row_for_row(default_conv):
     panels, with a target (kept in % of each limit) and a pin on; and again after the sweep is
     closed and opened, and after a click on a swept limit (rows reused)."""
     at = open_page({"tmode": "percent", "tgt": "60", "pin_sys": "true", "cmp": "false"})  # no "sweep": the
-    for turn in ("open", "reopen", "pick"):  # link would win over the state; small: it starts open
+    for turn in ("open", "reopen", "pick"):  # link would win over the state; open_page opens it
         ok(at)
         limit = at.slider(key="limit").value
         settings = HistorySettings(limit, round(limit * 60 / 100), pin_system=True)
@@ -302,10 +303,12 @@ def test_sweep_opened_shows_convmem_sweep_limits_row_for_row(default_conv):
         assert traces["messages dropped"] == (limits, [r.stats.messages_dropped for r in rows]), turn
         assert traces["mean context"][1] == pytest.approx([r.stats.mean_context for r in rows]), turn
         assert sum(r.stats.compactions for r in rows) > 0
-        if turn == "open":
+        if turn == "open":  # closed as a click does: the state and the link's ?sweep= (bound) both change
             at.session_state["sweep"] = False
+            at.query_params["sweep"] = "false"
             assert not any("compactions" in d.value.columns for d in ok(at.run()).dataframe)
             at.session_state["sweep"] = True
+            at.query_params["sweep"] = "true"
         elif turn == "reopen":
             at.session_state["limit"] = limits[limits.index(limit) - 1]
         at.run()

@@ -30,7 +30,7 @@ from convmem_dashboard.tables_cost import (
     sweep_cost_table,
 )
 from convmem_dashboard.url_params import PARAMS, PROVIDER_KEYS, sanitize
-from apptest_support import dashboard_app, ok
+from apptest_support import dashboard_app, ok, open_token_budget_sections
 
 ROOT = Path(__file__).resolve().parent.parent
 SAMPLE = ROOT / "sample_data" / "shoppers.jsonl"
@@ -134,6 +134,7 @@ def open_page(query: dict | None = None):
         at.query_params.update(query)
     at.run()
     at.switch_page(PAGE)
+    open_token_budget_sections(at, query)
     return ok(at.run())
 
 

@@ -1,12 +1,18 @@
-"""convmem_dashboard.warmup: the token counter is built after the first view's run, once."""
+"""convmem_dashboard.warmup: a page's modules load under its question; the token counter is built
+after the first view's run, once."""
 
 from __future__ import annotations
 
+import sys
 import threading
+from pathlib import Path
 
 import pytest
+from streamlit.testing.v1 import AppTest
 
 from convmem_dashboard import warmup
+
+ROOT = Path(__file__).resolve().parent.parent
 
 
 @pytest.fixture
@@ -67,7 +73,7 @@ def test_one_loader_per_process(fresh_process):
 
 def test_warm_up_starts_the_loader_from_a_script_thread_only(fresh_process, monkeypatch):
     built = []
-    monkeypatch.setattr(warmup, "missing_modules", lambda: [])
+    monkeypatch.setattr(warmup, "missing_modules", lambda modules: [])
     monkeypatch.setattr(warmup, "_build_default_counter", lambda: built.append(threading.current_thread().name))
     warmup.warm_up("Token budget")  # the main thread: nothing to wait for, nothing started
     assert warmup._COUNTER_LOADER == []
@@ -100,3 +106,82 @@ def test_the_default_counter_is_built(monkeypatch):
     warmup._build_default_counter()
     assert tk.default_counter.cache_info().currsize == 1
     assert tk.default_counter().name == "cl100k_base"
+
+
+def test_page_modules_reads_the_top_level_imports_in_order(tmp_path):
+    (tmp_path / "pkg" / "sub").mkdir(parents=True)
+    (tmp_path / "pkg" / "__init__.py").write_text("")
+    (tmp_path / "pkg" / "mod.py").write_text("")
+    (tmp_path / "pkg" / "sub" / "__init__.py").write_text("")
+    page = tmp_path / "page.py"
+    page.write_text(
+        "import os.path, json\n"
+        "from pkg import mod as m, sub, attr\n"  # a module, a package, an attribute
+        "from pkg.mod import thing\n"
+        "from . import sibling\n"  # relative: left out
+        "import json\n"  # once
+        "def f():\n    import csv\n"  # not top level: left out
+    )
+    assert warmup.page_modules(page, tmp_path) == ("os.path", "json", "pkg", "pkg.mod", "pkg.sub")
+
+
+@pytest.mark.parametrize("page", sorted((ROOT / "pages").glob("*.py")), ids=lambda p: p.stem)
+def test_page_modules_of_each_page_are_importable_modules(page):
+    names = warmup.page_modules(page)
+    assert "convmem_dashboard.entry" in names and "streamlit" in names
+    for name in names:
+        assert __import__("importlib").import_module(name).__name__ == name
+    assert "convmem_dashboard.data.current_dataset" not in names  # a function, not a module
+
+
+def test_token_budget_page_modules():
+    names = warmup.page_modules(ROOT / "pages" / "token_budget.py")
+    assert names.index("convmem_dashboard.entry") < names.index("convmem_dashboard.cache_budget")
+    assert {"convmem_dashboard.clearing_view", "convmem_dashboard.panel_cost", "convmem_dashboard.data"} <= set(names)
+
+
+def _warm_up_script(module: str) -> None:
+    import streamlit as st
+
+    from convmem_dashboard.warmup import warm_up
+
+    slot = warm_up("Test page", "What does the page answer?", ("json", module))
+    st.text(f"slot: {slot is not None}")
+    if slot is not None:
+        st.text("data picker ran")  # drawn under the question, as dashboard.py's picker
+        slot.empty()
+    st.markdown("Page body")
+
+
+def test_warm_up_shows_the_question_while_a_module_is_missing_then_nothing(tmp_path, monkeypatch, fresh_process):
+    module = "convmem_warmup_probe"
+    (tmp_path / f"{module}.py").write_text("LOADED = True\n")
+    monkeypatch.syspath_prepend(str(tmp_path))
+    monkeypatch.delitem(sys.modules, module, raising=False)
+    at = AppTest.from_function(_warm_up_script, args=(module,), default_timeout=30).run()
+    assert not at.exception
+    assert module in sys.modules
+    assert [t.value for t in at.text] == ["slot: True", "data picker ran"]
+    # the question was drawn, then emptied by the caller: only the page's markdown is left
+    assert [m.value for m in at.markdown] == ["Page body"]
+    at.run()  # the module is imported now: nothing drawn, no slot
+    assert not at.exception
+    assert [t.value for t in at.text] == ["slot: False"]
+    assert [m.value for m in at.markdown] == ["Page body"]
+
+
+def test_warm_up_keeps_the_question_in_its_slot(tmp_path, monkeypatch, fresh_process):
+    module = "convmem_warmup_probe_kept"
+    (tmp_path / f"{module}.py").write_text("")
+    monkeypatch.syspath_prepend(str(tmp_path))
+    monkeypatch.delitem(sys.modules, module, raising=False)
+
+    def script(name: str) -> None:
+        from convmem_dashboard.warmup import warm_up
+
+        warm_up("Test page", "What does the page answer?", (name,))
+
+    at = AppTest.from_function(script, args=(module,), default_timeout=30).run()
+    assert not at.exception
+    assert [m.value for m in at.markdown] == ["**What does the page answer?**"]
+    assert at.get("spinner") == []  # the spinner is gone once the imports are done

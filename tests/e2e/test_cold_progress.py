@@ -40,7 +40,7 @@ MAX_SILENT_S = 3.0
 #: The indicators that may show before the page's question (dashboard.py's data picker, warm_up).
 BEFORE_THE_PAGE = (
     "Loading the data in use: Synthetic, 100,000 messages…",
-    "Opening Token budget: loading pandas and plotly (once, after the server started)…",
+    "Opening Token budget: loading convmem, pandas and plotly (once, after the server started)…",
 )
 #: Bounded wait for the whole cold view (generation + replay of 10^5 messages on a loaded machine).
 COLD_TIMEOUT_MS = 240_000

@@ -400,7 +400,7 @@ def test_key_table_text_is_readable(page, streamlit_url, screenshot_dir):
     assert any(c.startswith("did not lower the count") for c in why["cells"])
     screenshot(page, screenshot_dir, "listing_eviction_all_conversations")
 
-    open_page(page, streamlit_url, "/token_budget", charts=2)
+    open_page(page, streamlit_url, "/token_budget?cmp=true&sweep=true", charts=2)  # both start closed
     assert_columns_in_view(page, "id", ["id", "role", "tokens", "reason", "preview"])  # drop event
     assert_columns_in_view(page, "#", ["#", "id", "role", "tokens", "preview"])  # context at a step
     assert_columns_in_view(page, "step", ["step", "id", "role", "tokens", "status", "reason", "preview"])
