@@ -17,8 +17,9 @@ by what was ever uploaded, so the registry is bounded by **bytes**, not by a cou
   :data:`convmem.MAX_TOKENS` (2**53 - 1), so the figures' int64 and float64 sums are exact.
 
 :func:`estimated_bytes` is an upper bound of the memory the parsed data holds (``sys.getsizeof``
-of every object it reaches, counted once per reference, plus 16 bytes of allocator rounding per
-object); tests/test_hostile_memory.py checks it against tracemalloc.
+of every object it reaches plus 16 bytes of allocator rounding per object: containers, dict keys
+and CPython's shared singletons once per object, other strings and ints once per reference);
+tests/test_hostile_memory.py checks it against tracemalloc.
 
 >>> from convmem import Conversation, Message
 >>> c = Conversation("c1", None, (Message("m1", "user", 3, content="hi"),))
