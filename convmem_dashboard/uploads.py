@@ -36,6 +36,7 @@ import sys
 import threading
 from collections import OrderedDict
 from collections.abc import Sequence
+from itertools import chain
 from operator import attrgetter
 from typing import Any
 
@@ -180,22 +181,26 @@ def _texts_bytes(texts: Sequence[Any]) -> int:
     speed when every item is an exact str (what getsizeof answers for one). O(len(texts))."""
     if _JUST_STR.issuperset(map(type, texts)):
         return sum(map(str.__sizeof__, texts)) + _PER_OBJECT * len(texts)
-    return sum(sys.getsizeof(x) for x in texts) + _PER_OBJECT * len(texts)
+    return sum(map(sys.getsizeof, texts)) + _PER_OBJECT * len(texts)
 
 
 def _tool_calls_bytes(calls: Sequence[ToolCall]) -> int:
     """sys.getsizeof + 16 of each tool call and of its id, name, arguments and message id."""
-    own = sum(_TOOL_CALL_BYTES if type(t) is ToolCall else sys.getsizeof(t) for t in calls)
-    fields = [getter(t) for getter in _TOOL_CALL_FIELDS for t in calls]
+    if _JUST_TOOL_CALL.issuperset(map(type, calls)):
+        own = _TOOL_CALL_BYTES * len(calls)
+    else:
+        own = sum(map(sys.getsizeof, calls))
+    fields = list(chain.from_iterable(map(_TOOL_CALL_FIELDS, calls)))
     return own + _PER_OBJECT * len(calls) + _texts_bytes(fields)
 
 
 #: sys.getsizeof of a Message: the same for every one (a slotted class has no per-object dict).
 _MESSAGE_BYTES = sys.getsizeof(Message("m", "user", 0))
-#: The same for a ToolCall, and its four str fields.
+#: The same for a ToolCall; its four str fields, read at once.
 _TOOL_CALL_BYTES = sys.getsizeof(ToolCall("k", "f", "{}", "m"))
-_TOOL_CALL_FIELDS = tuple(attrgetter(name) for name in ("id", "name", "arguments", "message_id"))
+_TOOL_CALL_FIELDS = attrgetter("id", "name", "arguments", "message_id")
 _JUST_STR = frozenset((str,))
+_JUST_TOOL_CALL = frozenset((ToolCall,))
 
 
 def _messages_bytes(messages: Sequence[Message]) -> int:
