@@ -17,8 +17,9 @@ by what was ever uploaded, so the registry is bounded by **bytes**, not by a cou
   :data:`convmem.MAX_TOKENS` (2**53 - 1), so the figures' int64 and float64 sums are exact.
 
 :func:`estimated_bytes` is an upper bound of the memory the parsed data holds (``sys.getsizeof``
-of every object it reaches, counted once per reference, plus 16 bytes of allocator rounding per
-object); tests/test_hostile_memory.py checks it against tracemalloc.
+of every object it reaches plus 16 bytes of allocator rounding per object: containers, dict keys
+and CPython's shared singletons once per object, other strings and ints once per reference);
+tests/test_hostile_memory.py checks it against tracemalloc.
 
 >>> from convmem import Conversation, Message
 >>> c = Conversation("c1", None, (Message("m1", "user", 3, content="hi"),))
@@ -35,9 +36,11 @@ import sys
 import threading
 from collections import OrderedDict
 from collections.abc import Sequence
+from itertools import chain
+from operator import attrgetter
 from typing import Any
 
-from convmem import MAX_TOKENS, Conversation, FormatError, Message, check_text
+from convmem import MAX_TOKENS, Conversation, FormatError, Message, ToolCall, check_text
 
 __all__ = [
     "MAX_UPLOAD_MESSAGES",
@@ -63,13 +66,20 @@ _GC_HEAD = sys.getsizeof([]) - [].__sizeof__()
 
 def _decoded_bytes(value: Any) -> int:
     """Upper bound of the bytes a decoded JSON value holds (dicts, lists, tuples, str, numbers):
-    ``sys.getsizeof`` + 16 per object, each object once (records share strings), None and bools
-    not counted (singletons). Iterative, so deep nesting cannot overflow the stack. O(objects).
+    ``sys.getsizeof`` + 16 per object reached, None and bools not counted (singletons).
+
+    Containers (and any type JSON does not decode to), dict keys, floats, small ints (-5..256)
+    and str of length 0 or 1 (the objects CPython and the JSON decoder share) are counted once
+    per object (by id); other str and int leaves once per reference, without an id check (most
+    of the cost of a walk that checks every object). So the figure is that of the walk counting
+    each object once for what the JSON decoder returns, and more when a str or int is reached
+    twice (a provider role held by its record and by ``provider_roles``). Iterative, so deep
+    nesting cannot overflow the stack. O(objects).
     """
-    size = sys.getsizeof
-    seen = {id(None), id(True), id(False)}
+    seen = {id(None), id(True), id(False)}  # containers (and other types) counted
+    shared: set[int] = set()  # keys, small ints and short str counted
     stack = [value]
-    pop, extend, add = stack.pop, stack.extend, seen.add
+    pop, push, add, keys_seen = stack.pop, stack.append, seen.add, shared.issuperset
     total = 0
     while stack:
         obj = pop()
@@ -78,23 +88,72 @@ def _decoded_bytes(value: Any) -> int:
             continue
         add(i)
         kind = type(obj)
-        if kind is str or kind is int:  # JSON's leaves: __sizeof__, without getsizeof's call
-            total += obj.__sizeof__()
-        elif kind is dict:
-            total += obj.__sizeof__() + _GC_HEAD
-            extend(obj)
-            extend(obj.values())
+        if kind is dict:
+            total += obj.__sizeof__() + _GC_HEAD + _PER_OBJECT
+            if not keys_seen(map(id, obj)):  # JSON's keys: one object per document
+                total += _new_keys_bytes(obj, shared, push)
+            children: Any = obj.values()
         elif kind is list or kind is tuple:
-            total += obj.__sizeof__() + _GC_HEAD
-            extend(obj)
+            total += obj.__sizeof__() + _GC_HEAD + _PER_OBJECT
+            children = obj
         else:
-            total += size(obj)
-            if isinstance(obj, dict):
-                extend(obj.keys())
-                extend(obj.values())
-            elif isinstance(obj, (list, tuple)):
-                extend(obj)
-    return total + _PER_OBJECT * (len(seen) - 3)
+            total += _other_bytes(obj, push)
+            continue
+        for child in children:
+            kind = type(child)
+            if kind is str:
+                if len(child) < 2:  # '' and one-character str: CPython's shared singletons
+                    i = id(child)
+                    if i in shared:
+                        continue
+                    shared.add(i)
+                total += child.__sizeof__() + _PER_OBJECT
+            elif kind is int:
+                if -5 <= child <= 256:  # CPython's shared small ints
+                    i = id(child)
+                    if i in shared:
+                        continue
+                    shared.add(i)
+                total += child.__sizeof__() + _PER_OBJECT
+            elif child is None or kind is bool:
+                continue
+            elif kind is float:  # rare; the decoder shares its Infinity and NaN objects
+                i = id(child)
+                if i in shared:
+                    continue
+                shared.add(i)
+                total += child.__sizeof__() + _PER_OBJECT
+            else:
+                push(child)  # a container: counted when popped, once by id
+    return total
+
+
+def _new_keys_bytes(record: dict[Any, Any], shared: set[int], push: Any) -> int:
+    """Bytes of the str keys of ``record`` not in ``shared`` yet (then added); other keys are
+    ``push``-ed for the walk. O(keys)."""
+    total = 0
+    for key in record:
+        if type(key) is not str:
+            push(key)
+            continue
+        i = id(key)
+        if i not in shared:
+            shared.add(i)
+            total += key.__sizeof__() + _PER_OBJECT
+    return total
+
+
+def _other_bytes(obj: Any, push: Any) -> int:
+    """sys.getsizeof + 16 of a value of a type JSON does not decode to (a subclass, a root leaf),
+    its items (dict keys and values, list and tuple items) ``push``-ed for the walk."""
+    if isinstance(obj, dict):
+        for key, child in obj.items():
+            push(key)
+            push(child)
+    elif isinstance(obj, (list, tuple)):
+        for child in obj:
+            push(child)
+    return sys.getsizeof(obj) + _PER_OBJECT
 
 
 def estimated_bytes(conversations: Sequence[Conversation]) -> int:
@@ -112,16 +171,36 @@ def estimated_bytes(conversations: Sequence[Conversation]) -> int:
         # What export needs: each message's provider record, content-part indices, provider role
         # and the conversation's envelope (convmem.Conversation keeps them; issue 7).
         total += _decoded_bytes((c.records, c.parts, c.provider_roles, c.envelope))
-        for x in c.listing_ids:
-            total += size(x) + _PER_OBJECT
-        for t in c.tool_calls:
-            total += size(t) + size(t.id) + size(t.name) + size(t.arguments) + size(t.message_id) + 5 * _PER_OBJECT
+        total += _texts_bytes(c.listing_ids) + _tool_calls_bytes(c.tool_calls)
         total += _messages_bytes(c.messages)
     return total
 
 
+def _texts_bytes(texts: Sequence[Any]) -> int:
+    """sys.getsizeof + 16 of each item of ``texts`` (once per reference): ``str.__sizeof__`` at C
+    speed when every item is an exact str (what getsizeof answers for one). O(len(texts))."""
+    if _JUST_STR.issuperset(map(type, texts)):
+        return sum(map(str.__sizeof__, texts)) + _PER_OBJECT * len(texts)
+    return sum(map(sys.getsizeof, texts)) + _PER_OBJECT * len(texts)
+
+
+def _tool_calls_bytes(calls: Sequence[ToolCall]) -> int:
+    """sys.getsizeof + 16 of each tool call and of its id, name, arguments and message id."""
+    if _JUST_TOOL_CALL.issuperset(map(type, calls)):
+        own = _TOOL_CALL_BYTES * len(calls)
+    else:
+        own = sum(map(sys.getsizeof, calls))
+    fields = list(chain.from_iterable(map(_TOOL_CALL_FIELDS, calls)))
+    return own + _PER_OBJECT * len(calls) + _texts_bytes(fields)
+
+
 #: sys.getsizeof of a Message: the same for every one (a slotted class has no per-object dict).
 _MESSAGE_BYTES = sys.getsizeof(Message("m", "user", 0))
+#: The same for a ToolCall; its four str fields, read at once.
+_TOOL_CALL_BYTES = sys.getsizeof(ToolCall("k", "f", "{}", "m"))
+_TOOL_CALL_FIELDS = attrgetter("id", "name", "arguments", "message_id")
+_JUST_STR = frozenset((str,))
+_JUST_TOOL_CALL = frozenset((ToolCall,))
 
 
 def _messages_bytes(messages: Sequence[Message]) -> int:
@@ -163,11 +242,14 @@ def check_upload(conversations: Sequence[Conversation], source: str,
             check_text("id", c.id)
             if c.user_id is not None:
                 check_text("user_id", c.user_id)
-            for x in c.listing_ids:
-                check_text("listing id", x)
-            for t in c.tool_calls:
-                check_text("tool call name", t.name)
-                check_text("tool call arguments", t.arguments)
+            if not _all_ascii(c.listing_ids):
+                for x in c.listing_ids:
+                    check_text("listing id", x)
+            calls = c.tool_calls
+            if not (_all_ascii([t.name for t in calls]) and _all_ascii([t.arguments for t in calls])):
+                for t in calls:
+                    check_text("tool call name", t.name)
+                    check_text("tool call arguments", t.arguments)
         except ValueError as exc:
             raise FormatError(f"{where}: {exc}", source=source) from None
         if c.total_tokens > MAX_TOKENS:
@@ -176,6 +258,12 @@ def check_upload(conversations: Sequence[Conversation], source: str,
                 f"2**53 - 1 = {MAX_TOKENS:,} (the figures need exact totals)",
                 source=source,
             )
+
+
+def _all_ascii(texts: Sequence[Any]) -> bool:
+    """True when every item is an exact, ASCII str (check_text passes it: nothing to encode),
+    tested at C speed; False sends the caller to check_text item by item. O(len(texts))."""
+    return _JUST_STR.issuperset(map(type, texts)) and all(map(str.isascii, texts))
 
 
 class UploadRegistry:
