@@ -296,6 +296,8 @@ class ExtractiveSummarizer:
     # The last copy of a summary's lines to the end of the log (_call_spans): (its call index,
     # first and end log positions of the copy, the call that made it), or None.
     _copied: tuple | None = field(default=None, init=False, repr=False, compare=False)
+    # (id_prefix, role) of the last summary Message built with its checks (_close).
+    _checked: tuple | None = field(default=None, init=False, repr=False, compare=False)
 
     def __post_init__(self) -> None:
         if isinstance(self.max_tokens, bool) or not isinstance(self.max_tokens, int) or self.max_tokens < 0:
@@ -930,8 +932,10 @@ class ExtractiveSummarizer:
         self._span_lo.append(lo)
         self._span_hi.append(n)
         self._made[sid] = self.calls - 1
-        if self._last is None or not 0 <= tokens <= MAX_TOKENS:
-            out = Message(sid, self.role, tokens)  # checked: the id prefix and role once
+        named = (self.id_prefix, self.role)
+        if named != self._checked or not 0 <= tokens <= MAX_TOKENS:
+            out = Message(sid, self.role, tokens)  # checked: each id prefix and role once
+            self._checked = named
         else:
             out = _summary_message(sid, self.role, tokens)
         self._last = out

@@ -399,3 +399,16 @@ def test_summary_walk_leaves_ids_a_summary_could_repeat_to_history():
     got, want = replay(clash, s), reference_replay(clash, s, None)
     assert_same(got, want)
     assert any("is the id of a kept message" in (e.reason or "") for _step, e in got.compactions.summary_events)
+
+
+def test_deferred_summaries_are_checked_messages_equal_to_eager_ones():
+    """Deferred summaries after the first are built without Message's checks: each equals the
+    checked Message, and a new id prefix is checked again (a lone surrogate still raises)."""
+    s = ExtractiveSummarizer(max_tokens=30)
+    s._defer()
+    outs = [s(None, [Message(f"m{i}", "user", 1, content=f"turn {i}")]) for i in range(3)]
+    assert outs == [Message(f"summary-{i}", "system", o.tokens) for i, o in enumerate(outs, 1)]
+    assert all(type(o) is Message and o.content is None and o.tool_call_ids == () for o in outs)
+    s.id_prefix = "bad\ud800"
+    with pytest.raises(ValueError, match="surrogate"):
+        s(None, [Message("m9", "user", 1, content="turn 9")])
