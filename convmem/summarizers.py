@@ -36,6 +36,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from itertools import accumulate
 
+from .limits import MAX_TOKENS
 from .message import ROLES, Message
 
 __all__ = ["ExtractiveSummarizer", "LLMSummarizer"]
@@ -68,7 +69,10 @@ def _clip(text: str, max_chars: int) -> str:
 def _line(m: Message, max_chars: int) -> str:
     if m.content:
         body = _clip(m.content, max_chars)
-    elif m.tool_call_ids:
+        # _clip collapses whitespace and trims both ends, and a role has none: the line is
+        # already what the collapse below would make of it.
+        return f"{m.role}: {body}" if body else f"{m.role}:"
+    if m.tool_call_ids:
         body = f"called tools {', '.join(m.tool_call_ids)}"
     else:
         body = f"({m.tokens} tokens, no text)"
@@ -126,6 +130,12 @@ def _own_counter_memo(count: Callable[[str], int]) -> dict[str, int] | None:
 LINE_CACHE_SIZE = 1 << 18
 _LINE_CACHE: dict[tuple, dict[int, object]] = {}
 _LINE_KEPT: list[Message] = []
+#: Entries of the line cache by ``(role, content)`` for messages of at most ``line_chars``
+#: characters of content, whose line those two decide (:func:`_line`): a message made anew on
+#: every replay (a cleared tool result's placeholder, the same text each time) finds its entry
+#: here without taking a place in ``_LINE_KEPT``. ``{(line_chars, id(line memo)): {(role,
+#: content): (line, tokens, tokens of line + "\n")}}``, each emptied at LINE_MEMO_SIZE entries.
+_TEXT_LINES: dict[tuple, dict[tuple[str, str], tuple]] = {}
 
 
 def _cached_lines(key: tuple) -> dict:
@@ -153,6 +163,26 @@ def _last_piece(line: str) -> str:
     if i > 0 and line[i - 1] == " ":
         i -= 1
     return line[i:]
+
+
+_new_message = object.__new__
+_SET_MESSAGE_FIELDS = tuple(getattr(Message, name).__set__ for name in
+                            ("id", "role", "tokens", "content", "tool_call_ids", "tool_call_id"))
+
+
+def _summary_message(sid: str, role: str, tokens: int) -> Message:
+    """``Message(sid, role, tokens)`` without its checks, for a deferred summary whose id differs
+    from an earlier checked one only in its number (same prefix and role, tokens in range):
+    about 3x cheaper, one per compaction of a replay. Equal to the checked Message."""
+    m = _new_message(Message)
+    set_id, set_role, set_tokens, set_content, set_calls, set_call = _SET_MESSAGE_FIELDS
+    set_id(m, sid)
+    set_role(m, role)
+    set_tokens(m, tokens)
+    set_content(m, None)
+    set_calls(m, ())
+    set_call(m, None)
+    return m
 
 
 def _span_text(spans: tuple[list, list, array, array], call: int) -> str:
@@ -240,6 +270,10 @@ class ExtractiveSummarizer:
     _tails: bool = field(default=False, init=False, repr=False, compare=False)  # cl100k_base: see _with_newline
     # Tokens "\n" adds to a line, by its last two characters where they decide it (_newline_delta).
     _nl_deltas: dict = field(default_factory=dict, init=False, repr=False, compare=False)
+    # Deferred with convmem's own counters: what the space before a line's leading word (its role)
+    # adds to that word's tokens, by word (_close); and the clipped lines memo (_CLIP_MEMOS).
+    _swaps: dict = field(default_factory=dict, init=False, repr=False, compare=False)
+    _clips: dict = field(default_factory=dict, init=False, repr=False, compare=False)
     # Deferred (replay) mode: per call, the span of its summary: clipped oldest line (or None),
     # first and end log positions; and the summary ids made -> call index (0-based).
     _deferred: bool = field(default=False, init=False, repr=False, compare=False)
@@ -259,6 +293,11 @@ class ExtractiveSummarizer:
     _pre_end: int = field(default=0, init=False, repr=False, compare=False)
     _pre_stop: int = field(default=0, init=False, repr=False, compare=False)
     _pre_block: int = field(default=PRELOAD_FIRST, init=False, repr=False, compare=False)
+    # The last copy of a summary's lines to the end of the log (_call_spans): (its call index,
+    # first and end log positions of the copy, the call that made it), or None.
+    _copied: tuple | None = field(default=None, init=False, repr=False, compare=False)
+    # (id_prefix, role) of the last summary Message built with its checks (_close).
+    _checked: tuple | None = field(default=None, init=False, repr=False, compare=False)
 
     def __post_init__(self) -> None:
         if isinstance(self.max_tokens, bool) or not isinstance(self.max_tokens, int) or self.max_tokens < 0:
@@ -510,6 +549,7 @@ class ExtractiveSummarizer:
         self._counted_with = count
         self._head = None
         self._valid = False
+        self._copied = None  # its counts were made under the counter before
         memo = _own_counter_memo(count)
         if not (self.additive if self.additive is not None else memo is not None):
             memo = None
@@ -518,6 +558,8 @@ class ExtractiveSummarizer:
         owner = getattr(count, "__self__", None)
         self._tails = memo is not None and type(owner).__name__ == "TiktokenCounter" and owner.name == "cl100k_base"
         self._nl_deltas = {}
+        self._swaps = {}
+        self._clips = {} if memo is None else _CLIP_MEMOS.setdefault(id(memo), {})
 
     def warm(self, messages: Sequence[Message]) -> int:
         """Make and count the summary lines of ``messages`` ahead of any summary: they go into the
@@ -540,7 +582,7 @@ class ExtractiveSummarizer:
         cache = _cached_lines((self.line_chars, id(memo)))
         new = [m for m in messages if id(m) not in cache]
         if new:
-            self._entries(new, count, memo)
+            self._entries(new, count, memo, by_text=False)
         return len(new)
 
     # -- preloaded replay (the replay's walk) -------------------------------------------------
@@ -588,7 +630,7 @@ class ExtractiveSummarizer:
         if stop > self._pre_stop:
             block = min(self._pre_block, PRELOAD_BLOCK)
             ahead = min(len(messages), max(stop, self._pre_stop + block))
-            self._append(self._entries(messages[self._pre_stop : ahead], count, memo))
+            self._append(self._entries(messages[self._pre_stop : ahead], count, memo, by_text=False))
             self._pre_stop = ahead
             self._pre_block = 2 * block  # every line appended ahead so far was used
         self._pre_end = stop
@@ -642,14 +684,16 @@ class ExtractiveSummarizer:
             if previous is not None:
                 body = previous.content
                 call = self._made.get(previous.id) if body is None else None
-                if call is not None:
+                if call is not None and not self._reuse_copy(call):
                     # A summary of this replay (History refused newer ones): its lines are copied
                     # from the log with their counts, not read back from its text and recounted.
                     copied = self._span_entries(call, count)
                     if copied is None:
                         body = _span_text(self._spans(), call)
                     else:
+                        start = len(log)
                         self._append(copied)
+                        self._copied = (call, start, len(log), self.calls)
             if body:
                 if body.startswith(_HEADER):
                     body = body[len(_HEADER) :]
@@ -658,6 +702,25 @@ class ExtractiveSummarizer:
                               ((ln, self._count(ln, count)) for ln in fresh)])
         self._append(self._entries(dropped, count, memo))
         return self._close(count, memo, len(log))
+
+    def _reuse_copy(self, call: int) -> bool:
+        """When the call just before this one copied summary ``call``'s lines to the end of the log
+        (``_copied``) and History refused what it made (``previous`` is ``call``'s summary again,
+        not the one returned last): cut the log back to the end of that copy and start the window
+        at it, so the copy serves again (the refused summary's span, overwritten by this call's
+        lines, is forgotten: History never gives a refused summary back, and only accepted ones
+        are built). True when done. O(the lines cut: the last call's dropped ones), where a new
+        copy is O(the summary's lines): a replay whose summaries History refuses on most of its
+        compactions (a budget close to the limit) no longer copies a whole summary each time."""
+        copied = self._copied
+        if copied is None or copied[0] != call or copied[3] != self.calls - 1:
+            return False
+        start, end = copied[1], copied[2]
+        self._made.pop(f"{self.id_prefix}-{self.calls - 1}", None)
+        del self._log[end:], self._tok[end:], self._nlt[end:], self._pe[end + 1 :], self._pn[end + 1 :]
+        self._lo = start
+        self._copied = (call, start, end, self.calls)
+        return True
 
     def _span_entries(self, call: int, count) -> list[tuple[str, int, int, int]] | None:
         """The log entries ``(line, tokens, tokens with "\n", tokens + 1)`` of the summary made by
@@ -680,28 +743,70 @@ class ExtractiveSummarizer:
             entries.insert(0, (top, t, self._with_newline(top, t, count), t + 1))
         return entries
 
-    def _entries(self, dropped: Sequence[Message], count, memo: dict) -> list[tuple[str, int, int, int]]:
+    def _entries(
+        self, dropped: Sequence[Message], count, memo: dict, by_text: bool = True
+    ) -> list[tuple[str, int, int, int]]:
         """``(line, tokens, tokens with "\n", tokens + 1)`` of each message of ``dropped``, from
-        the process-wide line cache; the messages not in it get their lines made and counted in
-        one batch (texts the memo does not hold counted by the counter's ``count_texts``)."""
+        the process-wide line cache (or, for a short text, from _TEXT_LINES); the messages in
+        neither get their lines made and counted in one batch (texts the memo does not hold
+        counted by the counter's ``count_texts``). ``by_text``: use _TEXT_LINES and enter the
+        short texts made there (a replay's compactions: the messages made anew, cleared results,
+        are the ones missing), else the line cache only (the batches of a whole conversation's
+        lines, preloaded or warmed: each message gets its own entry)."""
         if len(memo) >= LINE_MEMO_SIZE:
             memo.clear()
         line_chars = self.line_chars
-        cache = _cached_lines((line_chars, id(memo)))
+        key = (line_chars, id(memo))
+        cache = _cached_lines(key)
         entries = list(map(cache.get, map(id, dropped)))
         if None in entries:
             missing = [i for i, e in enumerate(entries) if e is None]
+            texts = _TEXT_LINES.get(key) if by_text else None
+            if texts is not None:
+                missing = self._from_text(missing, dropped, entries, texts)
+                if not missing:
+                    return entries
             fresh = [dropped[i] for i in missing] if len(missing) < len(entries) else list(dropped)
             lines = [_line(m, line_chars) for m in fresh]
             tokens = self._count_lines(lines, count, memo)
             made = list(zip(lines, tokens, self._with_newlines(lines, tokens, count), map((1).__add__, tokens)))
             cache.update(zip(map(id, fresh), made))
             _LINE_KEPT.extend(fresh)
+            if by_text:
+                self._keep_text(key, fresh, made)
             if len(made) == len(entries):
                 return made
             for i, e in zip(missing, made):
                 entries[i] = e
         return entries
+
+    @staticmethod
+    def _from_text(missing: list[int], dropped: Sequence[Message], entries: list, by_text: dict) -> list[int]:
+        """Fill ``entries[i]`` for the positions ``missing`` whose message's ``(role, content)``
+        has an entry in ``by_text`` (see _TEXT_LINES); return the positions still missing. O(1)
+        per position (a short content's hash, cached by the str)."""
+        still = []
+        for i in missing:
+            m = dropped[i]
+            e = by_text.get((m.role, m.content)) if m.content else None
+            if e is None:
+                still.append(i)
+            else:
+                entries[i] = e
+        return still
+
+    def _keep_text(self, key: tuple, fresh: list[Message], made: list) -> None:
+        """Enter the lines just made for messages of short content in _TEXT_LINES."""
+        line_chars = self.line_chars
+        by_text = _TEXT_LINES.get(key)
+        for m, e in zip(fresh, made):
+            text = m.content
+            if text and len(text) <= line_chars:
+                if by_text is None:
+                    by_text = _TEXT_LINES[key] = {}
+                elif len(by_text) >= LINE_MEMO_SIZE:
+                    by_text.clear()
+                by_text[(m.role, text)] = e
 
     def _with_newlines(self, lines: list[str], tokens: list[int], count) -> list[int]:
         """``[self._with_newline(ln, t, count) for ln, t in zip(lines, tokens)]``, O(1) per line
@@ -777,16 +882,14 @@ class ExtractiveSummarizer:
                 cut = (log[lo - 1], tok[lo - 1])
                 est = pe[n] - pe[lo]
             key = (cut[0], room - est)
-            clips = _CLIP_MEMOS.get(id(memo))
-            if clips is None:
-                clips = _CLIP_MEMOS[id(memo)] = {}
+            clips = self._clips
             clipped = clips.get(key, False)
             if clipped is False:
                 if len(clips) >= LINE_MEMO_SIZE:
                     clips.clear()
                 clipped = self._clip_cut(cut, room - est, count)
                 if clipped is not None:
-                    clipped = (*clipped, self._with_newline(clipped[0], clipped[1], count))
+                    clipped = (*clipped, self._with_newlines([clipped[0]], [clipped[1]], count)[0])
                 clips[key] = clipped
             if clipped is not None:
                 top = self._top = list(clipped)
@@ -808,13 +911,13 @@ class ExtractiveSummarizer:
                     line, oldest_nl = log[lo], nlt[lo]
                 k = line.find(":")
                 word = line[:k]
-                if k > 0 and word.isalpha():  # the leading letters end at the first ":"
-                    spaced = " " + word
-                    a = memo.get(word)
-                    b = memo.get(spaced)
-                    if a is None or b is None:
-                        a, b = self._count(word, count), self._count(spaced, count)
-                    first = head + oldest_nl - a + b
+                swap = self._swaps.get(word) if k > 0 else None
+                if swap is None and k > 0 and word.isalpha():  # the leading letters end at the first ":"
+                    if len(self._swaps) >= _NL_DELTAS_SIZE:
+                        self._swaps.clear()
+                    swap = self._swaps[word] = self._count(" " + word, count) - self._count(word, count)
+                if swap is not None:
+                    first = head + oldest_nl + swap
                 else:
                     first = self._count(_HEADER + " " + line + "\n", count)
                 tokens = first + nl_sum - oldest_nl + tok[n - 1]
@@ -829,7 +932,13 @@ class ExtractiveSummarizer:
         self._span_lo.append(lo)
         self._span_hi.append(n)
         self._made[sid] = self.calls - 1
-        self._last = out = Message(sid, self.role, tokens)
+        named = (self.id_prefix, self.role)
+        if named != self._checked or not 0 <= tokens <= MAX_TOKENS:
+            out = Message(sid, self.role, tokens)  # checked: each id prefix and role once
+            self._checked = named
+        else:
+            out = _summary_message(sid, self.role, tokens)
+        self._last = out
         return out
 
     def _append(self, entries: list) -> None:

@@ -246,9 +246,9 @@ def test_policy_walk_with_summaries_preloads_lines_in_proportion_to_the_drops(mo
     made = [0]
     real = ExtractiveSummarizer._entries
 
-    def spy(self, dropped, count, memo):
+    def spy(self, dropped, count, memo, **kw):
         made[0] += len(dropped)
-        return real(self, dropped, count, memo)
+        return real(self, dropped, count, memo, **kw)
 
     monkeypatch.setattr(ExtractiveSummarizer, "_entries", spy)
     s = HistorySettings(3_000, 2_500, pin_system=True, summary_budget=400)

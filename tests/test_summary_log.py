@@ -22,7 +22,8 @@ from hypothesis import strategies as st
 
 import convmem.summarizers as summarizers
 from convmem import ExtractiveSummarizer, History, HistorySettings, Message, SummaryLog, replay, sweep_limits
-from convmem.summarizers import _line, _span_text
+from convmem.message import ROLES
+from convmem.summarizers import _clip, _line, _span_text
 from convmem.tokens import make_counter
 from reference_replay import reference_replay
 from test_history_properties import KINDS, TOOL_KINDS, conversations, thinking_of, tool_names_of
@@ -116,6 +117,7 @@ def test_deferred_summarizer_equals_the_eager_one_through_rejections(batches, ma
     deferred._defer()
     prev_e = prev_d = None
     step = 0
+    accepted = []  # (call, eager text) of each summary taken as previous
     for call, (texts, accept) in enumerate(batches):
         dropped = []
         for t in texts:
@@ -128,6 +130,11 @@ def test_deferred_summarizer_equals_the_eager_one_through_rejections(batches, ma
         assert e.tokens == count(e.content)
         if accept:
             prev_e, prev_d = e, d
+            accepted.append((call, e.content))
+    # A refused summary's lines may be overwritten (the copy of the one in place is reused), an
+    # accepted one's never: each still reads back as the eager text.
+    assert [_span_text(deferred._spans(), call) for call, _ in accepted] == [text for _, text in accepted]
+    assert set(deferred._made.values()) >= {call for call, _ in accepted}
 
 
 def test_defer_only_before_the_first_call():
@@ -254,6 +261,7 @@ def test_line_entries_of_a_batch_are_each_messages_own(texts, data):
     of new lines is counted and stored at once)."""
     summarizers._LINE_CACHE.clear()
     summarizers._LINE_KEPT.clear()
+    summarizers._TEXT_LINES.clear()
     msgs = [Message(f"m{i}", "user", 1, content=t or None) for i, t in enumerate(texts)]
     msgs.append(msgs[0])  # the same message twice in one batch
     s = ExtractiveSummarizer(max_tokens=100)
@@ -265,7 +273,48 @@ def test_line_entries_of_a_batch_are_each_messages_own(texts, data):
     want = [(ln, TIKTOKEN(ln), TIKTOKEN(ln + "\n"), TIKTOKEN(ln) + 1) for ln in (_line(m, 120) for m in msgs)]
     assert s._entries(msgs, TIKTOKEN, memo) == want
     assert s._entries(msgs, TIKTOKEN, memo) == want  # every line cached now
-    assert len(summarizers._LINE_KEPT) == len(earlier) + sum(m not in earlier for m in msgs)
+    # A message not batched before is kept, unless an earlier one's short text gave its line.
+    by_text = {m.content for m in earlier if m.content and len(m.content) <= 120}
+    assert len(summarizers._LINE_KEPT) == len(earlier) + sum(
+        m not in earlier and m.content not in by_text for m in msgs
+    )
+
+
+def test_a_message_made_anew_with_a_known_short_text_takes_its_line_from_the_text():
+    """A cleared tool result is a new placeholder Message on every replay: its line entry comes
+    from the (role, content) table, equal to a freshly made one, and it is not kept; a content
+    longer than line_chars is never entered there (its line is made from its own object)."""
+    summarizers._LINE_CACHE.clear()
+    summarizers._LINE_KEPT.clear()
+    summarizers._TEXT_LINES.clear()
+    s = ExtractiveSummarizer(max_tokens=100)
+    s._defer()
+    s._use_counter(TIKTOKEN)
+    memo = s._memo
+    long_text = "a long tool result, " * 10
+    first = [Message("t1", "tool", 4, content="[cleared]"), Message("t2", "tool", 50, content=long_text)]
+    made = s._entries(first, TIKTOKEN, memo)
+    assert len(summarizers._LINE_KEPT) == 2
+    again = [Message("t1", "tool", 4, content="[cleared]"), Message("u1", "user", 4, content="[cleared]"),
+             Message("t2", "tool", 50, content=long_text)]
+    want = [(ln, TIKTOKEN(ln), TIKTOKEN(ln + "\n"), TIKTOKEN(ln) + 1) for ln in (_line(m, 120) for m in again)]
+    assert want[0][0] == "tool: [cleared]" and want[1][0] == "user: [cleared]"
+    assert s._entries(again, TIKTOKEN, memo) == want
+    assert want[0] == made[0]
+    # the placeholder came from the text table; the user message and the long one were made
+    assert summarizers._LINE_KEPT[2:] == [again[1], again[2]]
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.sampled_from(ROLES), st.one_of(TEXTS, st.text(st.characters(blacklist_categories=("Cs",)), max_size=400)), st.integers(8, 60))
+def test_a_line_is_its_role_and_clipped_text_whitespace_collapsed(role, text, line_chars):
+    """_line's shortcut for a message with text equals the whole collapse of role and clip."""
+    m = Message("m", role, 1, content=text or None)
+    if text:
+        want = " ".join(f"{role}: {_clip(text, line_chars)}".split())
+    else:
+        want = f"{role}: (1 tokens, no text)"
+    assert _line(m, line_chars) == want
 
 
 @st.composite
@@ -350,3 +399,16 @@ def test_summary_walk_leaves_ids_a_summary_could_repeat_to_history():
     got, want = replay(clash, s), reference_replay(clash, s, None)
     assert_same(got, want)
     assert any("is the id of a kept message" in (e.reason or "") for _step, e in got.compactions.summary_events)
+
+
+def test_deferred_summaries_are_checked_messages_equal_to_eager_ones():
+    """Deferred summaries after the first are built without Message's checks: each equals the
+    checked Message, and a new id prefix is checked again (a lone surrogate still raises)."""
+    s = ExtractiveSummarizer(max_tokens=30)
+    s._defer()
+    outs = [s(None, [Message(f"m{i}", "user", 1, content=f"turn {i}")]) for i in range(3)]
+    assert outs == [Message(f"summary-{i}", "system", o.tokens) for i, o in enumerate(outs, 1)]
+    assert all(type(o) is Message and o.content is None and o.tool_call_ids == () for o in outs)
+    s.id_prefix = "bad\ud800"
+    with pytest.raises(ValueError, match="surrogate"):
+        s(None, [Message("m9", "user", 1, content="turn 9")])
