@@ -64,21 +64,22 @@ COMPLETE_CAPTION = (
 )
 
 
-def _chart_and_table(
-    dataset_key: str, conv_id: str, settings: HistorySettings, swept: SweepRows, safe: SafeLimit | None,
-    caption: str,
+def _sweep_chart(
+    dataset_key: str, conv_id: str, settings: HistorySettings, swept: SweepRows, safe: SafeLimit | None
 ) -> None:
-    """The sweep chart of the rows done (clickable, the safe limit marked), ``caption``, the table."""
+    """The sweep chart of the rows done (a click on a point sets the limit; the safe limit marked)."""
     st.plotly_chart(
         mark_safe_limit(cb.get_sweep_figure(dataset_key, conv_id, settings, swept.stats), safe),
         key="sweep_pick", on_select=_on_sweep_pick, selection_mode="points",
     )
-    st.caption(caption)
+
+
+def _sweep_table(swept: SweepRows) -> None:
     st.dataframe(sweep_table(swept.stats), hide_index=True, key="sweep_table", **sweep_view(len(swept.stats)))
 
 
 def partial_caption(done: int, total: int) -> str:
-    """Under a partial sweep: how many limits of how many, and that the rest are coming."""
+    """Under the bar of a partial sweep: how many limits of how many, and that the rest are coming."""
     return (
         f"Partial sweep: {done:,} of {total:,} limits done, the rest fill in on their own (one "
         "replay each; the page stays usable meanwhile). The costs per limit appear once every "
@@ -91,10 +92,10 @@ def _partial_view(
 ) -> None:
     done, total = len(swept.stats), swept.total
     st.progress(done / total, text=fill_text(done, total))
+    st.caption(partial_caption(done, total))  # right under the bar: both drawn before the chart
     if done:
-        _chart_and_table(dataset_key, conv_id, settings, swept, safe, partial_caption(done, total))
-    else:
-        st.caption(partial_caption(done, total))
+        _sweep_chart(dataset_key, conv_id, settings, swept, safe)
+        _sweep_table(swept)
 
 
 def _fill(
@@ -126,7 +127,9 @@ def render(
     full = new_limits_per_run(n_messages, FULL_RUN_MESSAGES, 0)
     swept = cb.get_sweep_rows(dataset_key, conv_id, settings, limits, pricing, new_limits=full)
     if swept.complete:
-        _chart_and_table(dataset_key, conv_id, settings, swept, safe, COMPLETE_CAPTION)
+        _sweep_chart(dataset_key, conv_id, settings, swept, safe)
+        st.caption(COMPLETE_CAPTION)
+        _sweep_table(swept)
         panel_cost.render_sweep(swept.costs, pricing, pricing_error, settings.limit)
         if settings.clear_trigger is not None:  # issue 11: the sweep covers clearing's trigger and keep
             panel_cost.render_clearing_sweep(dataset_key, conv_id, settings)
