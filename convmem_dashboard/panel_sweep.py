@@ -31,13 +31,15 @@ from .sweep_rows import FOLLOW_UP_MESSAGES, FULL_RUN_MESSAGES, SweepRows, new_li
 from .tables_budget import sweep_table, sweep_view
 from . import view_token_budget as vm
 
-__all__ = ["FILL_EVERY", "BAR_LABEL", "COMPLETE_CAPTION", "fill_text", "partial_caption", "render"]
+__all__ = ["FILL_EVERY", "BAR_LABEL", "COMPLETE_CAPTION", "apply_pick", "fill_text", "partial_caption", "render"]
 
 #: Seconds between follow-up runs while the sweep fills (the frontend's timer; a tick that comes
 #: while a run is still going waits for it: runs follow each other, never overlap).
 FILL_EVERY = 0.2
 #: The bar's label while the sweep fills.
 BAR_LABEL = "Sweeping limits"
+#: The limit clicked in the sweep, until apply_pick sets it.
+_PICKED = "_sweep_picked"
 #: Set by a full run just before it calls the fragment: the fragment's first call (inside that
 #: full run) computes nothing more, its later calls (follow-up runs) compute a slice.
 _FULL_RUN = "_sweep_full_run"
@@ -49,11 +51,22 @@ def fill_text(done: int, total: int) -> str:
 
 
 def _on_sweep_pick() -> None:
-    """A click on a point of the limit sweep sets the limit to that point's."""
+    """A click on a point of the limit sweep picks that point's limit (:func:`apply_pick` sets it)."""
     state = st.session_state.get("sweep_pick")
     limit = vm.sweep_pick(state.selection.points if state is not None else [])
     if limit is not None:
-        st.session_state["limit"] = limit
+        st.session_state[_PICKED] = limit
+
+
+def apply_pick(limit_key: str) -> None:
+    """Set ``limit_key`` (the limit slider's key) to the limit clicked in the sweep, if any; call
+    it in the full run before that slider. The click may come in a follow-up (fragment) run, which
+    then reruns the page: the slider is bound to the URL, and in a run that ``st.rerun()`` started
+    the URL's value wins over one set in an earlier run, not over one set in the same run before
+    the widget (Streamlit's query-param binding)."""
+    picked = st.session_state.pop(_PICKED, None)
+    if picked is not None:
+        st.session_state[limit_key] = picked
 
 
 #: Under the chart of a complete sweep.
@@ -104,8 +117,8 @@ def _fill(
 ) -> None:
     """The fragment: the limits done so far, then (in a follow-up run) one slice more."""
     follow_up = not st.session_state.pop(_FULL_RUN, False)
-    if follow_up and st.session_state.get("limit") != settings.limit:
-        st.rerun()  # a click on a partial chart's point set the limit: the whole page follows it
+    if follow_up and _PICKED in st.session_state:
+        st.rerun()  # a click on a partial chart's point: the whole page follows its limit
     swept = cb.get_sweep_rows(dataset_key, conv_id, settings, limits, pricing, new_limits=0)
     _partial_view(dataset_key, conv_id, settings, swept, safe)
     if follow_up:

@@ -130,6 +130,7 @@ if previous_scope is not None and previous_scope != (dataset.key, conv_id):
 st.session_state["_tb_scope"] = (dataset.key, conv_id)
 
 bounds = limit_bounds(conv.total_tokens, conv.messages[0].tokens)
+panel_sweep.apply_pick("limit")  # a click on the sweep chart (its callback may run in a fragment run)
 _drop_if("limit", lambda v: not (isinstance(v, int) and bounds.lo <= v <= bounds.hi))
 lim_cols = top[1].columns([4, 1.4], vertical_alignment="bottom")
 exact_limit_input(lim_cols[1], "limit", bounds.lo, bounds.hi, bounds.default, "Exact limit")

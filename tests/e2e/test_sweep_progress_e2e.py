@@ -83,3 +83,57 @@ def test_sweep_at_1e5_fills_in_on_its_own_then_shows_it_whole(browser, streamlit
     assert m and 2 <= int(m.group(1)) < int(m.group(2)) == total, midway_caption  # never shown as complete
     assert bars_left == 0 and partial_left == 0  # the complete view replaced the partial one
     assert table["cells"], table  # the sweep table drawn
+
+
+#: Other settings (nothing cached by the test above), a grid of 10 limits, no target.
+CLICK_LINK = "/token_budget?data=synthetic-100000&sweep=true&cmp=false&on_user=true&sw_n=12"
+#: Scrolls the sweep chart into view and gives the centre of its top panel's last point (the
+#: highest limit done so far) in the viewport, or null while the chart is not drawn.
+LAST_POINT_JS = """() => {
+  const chart = Array.from(document.querySelectorAll('.js-plotly-plot')).find(
+    p => p.layout && p.layout.yaxis && p.layout.yaxis.title && /compactions/.test(p.layout.yaxis.title.text));
+  if (!chart) return null;
+  chart.scrollIntoView({block: 'center'});
+  const points = chart.querySelectorAll('.scatterlayer .trace')[0]?.querySelectorAll('.point') ?? [];
+  if (!points.length) return null;
+  const r = points[points.length - 1].getBoundingClientRect();
+  return {x: r.x + r.width / 2, y: r.y + r.height / 2};
+}"""
+BAR_TEXT_JS = "() => document.querySelector('[data-testid=\"stProgress\"]')?.innerText ?? ''"
+
+
+#: The "Limit (tokens)" slider's value as drawn over its thumb (its text: label, value, min, max).
+SLIDER_JS = """() => { const s = document.querySelector('[data-testid="stSlider"]');
+  return s ? +s.innerText.split('\\n').map(t => t.trim()).filter(Boolean)[1].replace(/,/g, '') : null; }"""
+
+
+def test_a_click_on_a_partial_sweep_sets_the_limit_and_the_sweep_goes_on(browser, streamlit_url, screenshot_dir):
+    """The click reaches the page although the chart is redrawn by every follow-up run: the limit
+    slider takes the clicked limit (the chart's callback runs in a fragment run; the page's full
+    rerun sets the limit before the URL-bound slider) and the sweep still completes."""
+    context = browser.new_context(viewport=VIEWPORT)
+    context.set_default_timeout(RUN_TIMEOUT_MS)
+    try:
+        page = context.new_page()
+        page.goto(streamlit_url + CLICK_LINK, wait_until="commit")
+        page.wait_for_function(MIDWAY_JS, timeout=TIMEOUT_MS)
+        before = page.evaluate(SLIDER_JS)
+        page.evaluate(LAST_POINT_JS)  # scrolled to the chart
+        # right after a follow-up run drew the chart (the next one redraws it about a replay later)
+        page.wait_for_function(f"t => ({BAR_TEXT_JS})() !== t", arg=page.evaluate(BAR_TEXT_JS), timeout=TIMEOUT_MS)
+        page.wait_for_function(LAST_POINT_JS, timeout=TIMEOUT_MS)
+        point = page.evaluate(LAST_POINT_JS)
+        page.mouse.move(point["x"], point["y"])
+        page.wait_for_timeout(50)  # plotly reads the point to click from the hover it draws (not a timing check)
+        page.mouse.click(point["x"], point["y"])
+        page.wait_for_function(f"b => ({SLIDER_JS})() !== b", arg=before, timeout=RUN_TIMEOUT_MS)
+        after = page.evaluate(SLIDER_JS)
+        screenshot(page, screenshot_dir, "sweep_fill_clicked")
+        page.get_by_text("Look for the knee").wait_for(state="visible", timeout=TIMEOUT_MS)
+        wait_for_app(page, timeout_ms=TIMEOUT_MS)
+        assert_no_exception(page)
+        limits = [int(c.replace(",", "")) for c in dataframe(page, "limit (tokens)")["cells"][::7] if c.replace(",", "").isdigit()]
+    finally:
+        context.close()
+    assert after != before and after > before  # the highest limit done is above the default one
+    assert after in limits, limits  # a limit of the sweep, which completed
