@@ -120,6 +120,8 @@ def _fill(
     if follow_up and _PICKED in st.session_state:
         st.rerun()  # a click on a partial chart's point: the whole page follows its limit
     swept = cb.get_sweep_rows(dataset_key, conv_id, settings, limits, pricing, new_limits=0)
+    if follow_up and swept.complete:
+        st.rerun()  # completed meanwhile (by another session): never a bar at "N of N"
     _partial_view(dataset_key, conv_id, settings, swept, safe)
     if follow_up:
         new = new_limits_per_run(n_messages, FOLLOW_UP_MESSAGES, 1)
