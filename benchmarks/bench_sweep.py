@@ -4,11 +4,16 @@
 
 Times, in one process (one Streamlit cache, as one server):
 
-* open: the sweep expander opened for the first time (the page itself already rendered);
+* open: the full run that opens the sweep expander for the first time (the page already rendered);
+  at 10^5 messages it computes no limit and draws the bar "Sweeping limits: 0 of 20";
+* fill: the follow-up runs that fill the sweep (the fragment reruns the frontend's ``run_every``
+  timer asks for; AppTest has no timer, so they are asked of its script runner as the timer
+  does): the longest one, how many until the sweep is complete, and the total (open included);
+  the last one is shown apart: it includes the whole-page rerun that draws the complete sweep;
 * reopen: closed, then opened again (another session opening the same sweep);
 * pick: a click on a sweep point (the limit set to one of the swept limits);
 * price: the cache-read price changed (the sweep's cost rows repriced);
-* policy: "Pin system" turned on (every limit's replay is new: no reuse is possible).
+* policy: "Pin system" turned on with the sweep open (every limit's replay is new), then its fill.
 
 Each figure is one run (the cold ones cannot be repeated in one process) and is also printed as a
 ratio to a bare AppTest rerun measured in the same process (as benchmarks/bench_pages.py), so the
@@ -18,14 +23,48 @@ machine's speed and AppTest's own overhead cancel out.
 from __future__ import annotations
 
 import argparse
+from contextlib import contextmanager
 
+import streamlit.testing.v1.local_script_runner as local_script_runner
 from bench_pages import DASHBOARD, TIMEOUT, AppTest, baseline, quiet, server_like_script_cache, timed_run
 
 PAGE = "pages/token_budget.py"
+#: Follow-up runs tried at most before giving up (20 limits at >= 1 limit per run, plus slack).
+MAX_FOLLOW_UPS = 100
+
+
+@contextmanager
+def fragment_reruns(at: AppTest):
+    """Within it, ``at.run()`` reruns only the registered fragments, as when the frontend's
+    ``run_every`` timer fires (``is_auto_rerun``)."""
+    fragments = list(at._fragment_storage._fragments)
+    real = local_script_runner.RerunData
+    local_script_runner.RerunData = lambda **kw: real(**kw, fragment_id_queue=fragments, is_auto_rerun=True)
+    try:
+        yield
+    finally:
+        local_script_runner.RerunData = real
+
+
+def filling(at: AppTest) -> bool:
+    """Whether the sweep is drawn partial (its bar is on screen)."""
+    return any(p.proto.text.startswith("Sweeping limits") for p in at.get("progress"))
+
+
+def fill(at: AppTest) -> list[float]:
+    """Seconds of each follow-up run until the sweep is complete (none when it already is)."""
+    times = []
+    while filling(at):
+        if len(times) == MAX_FOLLOW_UPS:
+            raise RuntimeError(f"the sweep is still partial after {MAX_FOLLOW_UPS} follow-up runs")
+        with fragment_reruns(at):
+            times.append(timed_run(at))
+    return times
 
 
 def sweep_times(data: str) -> dict[str, float]:
-    """Seconds per step (see the module docstring), in the order listed there."""
+    """Seconds per step (see the module docstring), in the order listed there; a fill gives the
+    figures of :func:`fill_times`."""
     at = AppTest.from_file(DASHBOARD, default_timeout=TIMEOUT)
     at.query_params.update({"data": data, "cmp": "false"})  # no "sweep": the link would win over the state
     at.switch_page(PAGE)
@@ -35,6 +74,7 @@ def sweep_times(data: str) -> dict[str, float]:
     times = {}
     at.session_state["sweep"] = True
     times["open"] = timed_run(at)
+    times.update(fill_times("fill", times["open"], fill(at)))
     at.session_state["sweep"] = False
     timed_run(at)
     at.session_state["sweep"] = True
@@ -50,7 +90,20 @@ def sweep_times(data: str) -> dict[str, float]:
     times["price"] = timed_run(at)
     at.session_state["pin_sys"] = True
     times["policy"] = timed_run(at)
+    times.update(fill_times("policy fill", times["policy"], fill(at)))
     return times
+
+
+def fill_times(name: str, opening: float, runs: list[float]) -> dict[str, float]:
+    """A fill's figures: the longest follow-up run but the last (``max``), the last one (its
+    fragment run and the whole-page rerun it ends with: two script runs, one AppTest run), how
+    many runs, and the total with the opening run."""
+    return {
+        f"{name} max": max(runs[:-1], default=0.0),
+        f"{name} last": runs[-1] if runs else 0.0,
+        f"{name} runs": len(runs),
+        f"{name} total": opening + sum(runs),
+    }
 
 
 def main() -> None:
@@ -63,7 +116,10 @@ def main() -> None:
     times = sweep_times(args.data)
     print(f"Limit sweep, data={args.data}; baseline (bare AppTest rerun) {base:.4f} s")
     for name, t in times.items():
-        print(f"  {name:7s} {t:7.2f} s  {t / base:8.0f}x baseline")
+        if name.endswith("runs"):
+            print(f"  {name:17s} {t:7d}")
+        else:
+            print(f"  {name:17s} {t:7.2f} s  {t / base:8.0f}x baseline")
 
 
 if __name__ == "__main__":

@@ -10,7 +10,8 @@ the conversation's messages. Each computation makes one call into convmem.
 * ``st.cache_data`` holds small values (sweep rows, JSON text).
 * The limit sweep is cached per limit (:func:`get_sweep_rows`): a row is keyed by the settings at
   that limit (``HistorySettings.at_limit``), so a second opening, a click on a swept limit or a
-  new price reuses every row it can, and the rows still to compute advance a progress bar.
+  new price reuses every row it can; a run may compute only some new limits (the page fills the
+  sweep in slices, convmem_dashboard.panel_sweep).
 * The figures are cached too (``st.cache_resource``, keyed by the same plain values plus the
   window and the selection): building a plotly Figure validates every property and cost more
   than the rest of a rerun (~0.3-0.7 s each at 10^5 messages); st.plotly_chart only reads them
@@ -37,8 +38,7 @@ from convmem import (
 )
 
 from .data import get_dataset
-from .progress import StepProgress
-from .sweep_rows import LimitRun, SweepRows, cost_row, limit_run
+from .sweep_rows import LimitRun, NotCached, SweepRows, cost_row, fill_slice, limit_run
 import plotly.graph_objects as go
 
 from .figures_budget import (
@@ -139,34 +139,47 @@ _BY_REPR = {HistorySettings: repr, CachePricing: repr}
 
 
 #: Shown while one limit of the sweep replays (Streamlit shows it only after its 0.5 s delay, so a
-#: fast limit flashes nothing): the progress bar can first appear only after a limit is done.
+#: fast limit flashes nothing), under the partial sweep's bar (convmem_dashboard.panel_sweep).
 SWEEP_STEP_SPINNER = "Sweeping limits: replaying the conversation at one more limit…"
 
 
 @st.cache_resource(show_spinner=SWEEP_STEP_SPINNER, max_entries=48, hash_funcs=_BY_REPR)
-def get_limit_run(dataset_key: str, conv_id: str, settings: HistorySettings) -> LimitRun:
+def get_limit_run(dataset_key: str, conv_id: str, settings: HistorySettings, _peek: bool = False) -> LimitRun:
     """One limit of the sweep (``settings`` already at that limit): one replay, kept as its stats
-    and two int arrays (~8 bytes per message; read-only, shared). O(n) plus History's cost."""
+    and two int arrays (~8 bytes per message; read-only, shared). O(n) plus History's cost.
+    ``_peek`` (not part of the cache key): raise sweep_rows.NotCached instead of replaying."""
+    if _peek:
+        raise NotCached(settings.limit)
     return limit_run(conversation(dataset_key, conv_id).messages, settings)
 
 
 @st.cache_data(show_spinner=SWEEP_STEP_SPINNER, max_entries=1024, hash_funcs=_BY_REPR)
-def get_limit_stats(dataset_key: str, conv_id: str, settings: HistorySettings) -> ReplayStats:
+def get_limit_stats(dataset_key: str, conv_id: str, settings: HistorySettings, _peek: bool = False) -> ReplayStats:
     """The stats of one limit of the sweep (``settings`` already at that limit): the
     convmem.sweep_limits row, by its stats-only pass (no replay arrays; ~0.05-0.2 s per 10^5
-    messages). A few ints: cached long after the runs are evicted."""
+    messages). A few ints: cached long after the runs are evicted. ``_peek``: as get_limit_run."""
+    if _peek:
+        raise NotCached(settings.limit)
     return sweep_limits(conversation(dataset_key, conv_id).messages, settings, [settings.limit])[0].stats
 
 
 @st.cache_data(show_spinner=False, max_entries=1024, hash_funcs=_BY_REPR)
-def get_limit_cost(dataset_key: str, conv_id: str, settings: HistorySettings, pricing: CachePricing) -> CostSweepRow:
+def get_limit_cost(
+    dataset_key: str, conv_id: str, settings: HistorySettings, pricing: CachePricing, _peek: bool = False
+) -> CostSweepRow:
     """One limit of the sweep priced: the run's requests through the prompt cache (O(n), a few ms
-    per 10^5 messages with sweep_rows.cache_totals; the run itself is reused across prices)."""
-    return cost_row(get_limit_run(dataset_key, conv_id, settings), pricing)
+    per 10^5 messages with sweep_rows.cache_totals; the run itself is reused across prices).
+    ``_peek``: raise sweep_rows.NotCached when the run is not cached (a cached run is priced)."""
+    return cost_row(get_limit_run(dataset_key, conv_id, settings, _peek=_peek), pricing)
 
 
 def get_sweep_rows(
-    dataset_key: str, conv_id: str, settings: HistorySettings, limits: Sequence[int], pricing: CachePricing | None
+    dataset_key: str,
+    conv_id: str,
+    settings: HistorySettings,
+    limits: Sequence[int],
+    pricing: CachePricing | None,
+    new_limits: int | None = None,
 ) -> SweepRows:
     """The sweep over ``limits`` (each at ``settings.at_limit(limit)``): the stats rows and, when
     ``pricing`` is given, the priced rows, equal to convmem.sweep_limits / sweep_limit_costs.
@@ -174,23 +187,24 @@ def get_sweep_rows(
     Every limit is cached on its own (keyed by the settings at that limit), so only limits never
     seen under these settings cost anything: with a pricing, one replay (~0.3-1 s per 10^5
     messages) whose stats are the stats row and whose arrays later prices reuse; without one
-    (the prices make no pricing), sweep_limits' stats-only pass. While they run, a progress bar
-    (:class:`StepProgress`, drawn in place after 0.3 s) counts the limits done, and is removed
-    when they are. Raises what convmem.replay raises for settings History refuses at a limit.
+    (the prices make no pricing), sweep_limits' stats-only pass. ``new_limits``: compute at most
+    that many of them (sweep_rows.fill_slice; None: all); the rows then hold every cached limit
+    plus those, in limit order, and ``total`` says how many the grid has. Raises what
+    convmem.replay raises for settings History refuses at a limit.
     """
-    stats, costs = [], [] if pricing is not None else None
-    with StepProgress(len(limits), "Sweeping limits (one replay per new limit)") as progress:
-        for done, limit in enumerate(limits, 1):
-            s = settings.at_limit(limit)
-            if costs is None:
-                row_stats = get_limit_stats(dataset_key, conv_id, s)
-            else:  # the priced row carries its replay's stats: no second pass over the messages
-                cost = get_limit_cost(dataset_key, conv_id, s, pricing)
-                costs.append(cost)
-                row_stats = cost.stats
-            stats.append(SweepRow(limit, row_stats))
-            progress.done(done, f"limit {limit:,} tokens")
-    return SweepRows(stats, costs)
+
+    def row_at(limit: int, peek: bool):
+        s = settings.at_limit(limit)
+        if pricing is None:
+            return None, get_limit_stats(dataset_key, conv_id, s, _peek=peek)
+        cost = get_limit_cost(dataset_key, conv_id, s, pricing, _peek=peek)  # carries its replay's stats
+        return cost, cost.stats
+
+    found, _ = fill_slice(limits, row_at, len(limits) if new_limits is None else new_limits)
+    done = [limit for limit in limits if limit in found]
+    stats = [SweepRow(limit, found[limit][1]) for limit in done]
+    costs = None if pricing is None else [found[limit][0] for limit in done]
+    return SweepRows(stats, costs, len(limits))
 
 
 @st.cache_data(show_spinner=False, max_entries=64)
@@ -258,15 +272,16 @@ def get_comparison_figure(dataset_key: str, conv_id: str, a: HistorySettings, b:
 
 @st.cache_resource(show_spinner=False, max_entries=8)
 def _sweep_base(
-    dataset_key: str, conv_id: str, settings: HistorySettings, limits: tuple[int, ...], _rows: Sequence[SweepRow]
+    dataset_key: str, conv_id: str, settings: HistorySettings, done: tuple[int, ...], _rows: Sequence[SweepRow]
 ) -> dict:
     return sweep_figure(list(_rows), settings.limit).to_dict()
 
 
 def get_sweep_figure(
-    dataset_key: str, conv_id: str, settings: HistorySettings, limits: Sequence[int], rows: Sequence[SweepRow]
+    dataset_key: str, conv_id: str, settings: HistorySettings, rows: Sequence[SweepRow]
 ) -> go.Figure:
-    """figures_budget.sweep_figure of ``rows`` (:func:`get_sweep_rows` over ``limits``: cached by
-    the values that determine them), the current limit marked (a fresh copy of the cached one:
-    the page adds the safe limit's line to it)."""
-    return go.Figure(_sweep_base(dataset_key, conv_id, settings, tuple(limits), rows), _validate=False)
+    """figures_budget.sweep_figure of ``rows`` (:func:`get_sweep_rows`' rows, all of them or the
+    limits done so far: cached by the values that determine them, the settings and those limits),
+    the current limit marked (a fresh copy of the cached one: the page adds the safe limit's line
+    to it)."""
+    return go.Figure(_sweep_base(dataset_key, conv_id, settings, tuple(r.limit for r in rows), rows), _validate=False)

@@ -9,13 +9,19 @@ prompt-cache pricing reads), whatever the pricing; :func:`cost_row` prices a run
 A priced row's stats are the limit's ``replay(...).stats``, equal to its :func:`convmem.sweep_limits`
 row (docs/decisions.md), so the page takes the stats row from it; without a pricing the page runs
 sweep_limits' stats-only pass.
+
+The page fills a sweep in slices (issue 10 item 3): :func:`fill_slice` looks every limit up in the
+caches first (a miss raises :class:`NotCached` without computing) and computes at most a given
+number of new limits per script run, in :func:`fill_order` (coarse to fine, so a partial chart
+spans the range early); :func:`new_limits_per_run` is that number for a conversation's size.
 """
 
 from __future__ import annotations
 
 from array import array
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
+from typing import TypeVar
 
 import numpy as np
 
@@ -31,10 +37,36 @@ from convmem import (
     unchanged_prefix_tokens,
 )
 
-__all__ = ["LimitRun", "SweepRows", "limit_run", "cache_totals", "cost_row"]
+__all__ = [
+    "FULL_RUN_MESSAGES",
+    "FOLLOW_UP_MESSAGES",
+    "LimitRun",
+    "NotCached",
+    "SweepRows",
+    "limit_run",
+    "cache_totals",
+    "cost_row",
+    "fill_order",
+    "fill_slice",
+    "new_limits_per_run",
+]
 
 #: Largest value an ``array('i')`` holds; larger token counts are kept as ``'q'``.
 _INT32_MAX = 2**31 - 1
+#: Messages replayed at most for new sweep limits in a full script run (a widget change, the
+#: expander opened): 0 new limits above 50,000 messages, so the page's own rerun stays under 1 s
+#: (one new limit at 10^5 costs 0.1-0.9 s on top of it); every limit at once up to 2,500.
+FULL_RUN_MESSAGES = 50_000
+#: Messages replayed at most for new limits in a follow-up (fragment) run, which still computes
+#: at least one: one limit per run at 10^5 messages (0.1-0.9 s), ten at 10^4.
+FOLLOW_UP_MESSAGES = 100_000
+
+Row = TypeVar("Row")
+
+
+class NotCached(LookupError):
+    """Raised by a cached sweep lookup asked only to peek (``_peek=True``) at a limit it has not
+    computed: nothing was computed and nothing is cached."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -59,6 +91,14 @@ class SweepRows:
 
     stats: list[SweepRow]
     costs: list[CostSweepRow] | None
+    #: Limits in the sweep's grid: ``len(stats) < total`` while it is still filling (the rows
+    #: then hold the limits done so far, in limit order).
+    total: int
+
+    @property
+    def complete(self) -> bool:
+        """Whether every limit of the grid has its row."""
+        return len(self.stats) == self.total
 
 
 def _compact(values: Sequence[int]) -> array:
@@ -98,3 +138,59 @@ def cost_row(run: LimitRun, pricing: CachePricing) -> CostSweepRow:
     """The :func:`convmem.sweep_limit_costs` row of this limit under ``pricing`` (O(n))."""
     totals = cache_totals(run.sent, run.prefix, pricing)
     return CostSweepRow(run.settings.limit, run.settings.target, run.stats, totals)
+
+
+def new_limits_per_run(n_messages: int, budget_messages: int, at_least: int) -> int:
+    """New sweep limits one script run may compute: ``budget_messages`` messages replayed at most
+    (one limit replays all ``n_messages``), and never fewer than ``at_least``. O(1)."""
+    return max(at_least, budget_messages // max(1, n_messages))
+
+
+def fill_order(count: int) -> list[int]:
+    """Indices ``0..count - 1`` coarse to fine: both ends, then the middle, then the middles of
+    each half, and so on (breadth first), so the first few limits of a partial sweep span its
+    whole range. A permutation; O(count)."""
+    if count <= 0:
+        return []
+    order, seen = [], set()
+
+    def take(i: int) -> None:
+        if i not in seen:
+            seen.add(i)
+            order.append(i)
+
+    take(0)
+    take(count - 1)
+    spans = [(0, count - 1)]
+    while spans:
+        nxt = []
+        for lo, hi in spans:
+            if hi - lo > 1:
+                mid = (lo + hi) // 2
+                take(mid)
+                nxt += [(lo, mid), (mid, hi)]
+        spans = nxt
+    return order
+
+
+def fill_slice(
+    limits: Sequence[int], row_at: Callable[[int, bool], Row], new_limits: int
+) -> tuple[dict[int, Row], int]:
+    """One script run's share of a sweep: every limit already cached, plus at most ``new_limits``
+    new ones computed, in :func:`fill_order`.
+
+    ``row_at(limit, peek)`` returns the limit's row; with ``peek`` True it raises
+    :class:`NotCached` instead of computing one. Returns the rows found (limit -> row) and how
+    many were computed. O(len(limits)) lookups plus the computed limits' cost.
+    """
+    rows: dict[int, Row] = {}
+    computed = 0
+    for i in fill_order(len(limits)):
+        limit = limits[i]
+        try:
+            rows[limit] = row_at(limit, True)
+        except NotCached:
+            if computed < new_limits:
+                rows[limit] = row_at(limit, False)
+                computed += 1
+    return rows, computed

@@ -20,6 +20,7 @@ from convmem_dashboard import cache_budget as cb
 from convmem_dashboard import clearing_view as cv
 from convmem_dashboard import idle_lines
 from convmem_dashboard import panel_cost
+from convmem_dashboard import panel_sweep
 from convmem_dashboard import view_token_budget as vm
 from convmem_dashboard.agent_view import add_agent_compactions, compaction_table, has_session, session_caption
 from convmem_dashboard.data import current_dataset
@@ -27,7 +28,7 @@ from convmem_dashboard.export_safety import download_csv, download_json
 from convmem_dashboard.questions import QUESTIONS
 from convmem_dashboard.selection import conversation_picker
 from convmem_dashboard.url_params import PARAMS, POLICIES, TARGET_MODES
-from convmem_dashboard.panel_safe_limit import exact_limit_input, mark_safe_limit, render_safe_limit
+from convmem_dashboard.panel_safe_limit import exact_limit_input, render_safe_limit
 from convmem_dashboard.tables_budget import (
     comparison_table,
     context_at_step,
@@ -41,8 +42,6 @@ from convmem_dashboard.tables_budget import (
     step_placeholder,
     summary_outcome_text,
     sweep_grid,
-    sweep_table,
-    sweep_view,
     totals_caption,
 )
 
@@ -69,14 +68,6 @@ def _on_chart_pick() -> None:
         st.session_state["ev"] = pick.event + 1
     elif pick is not None:
         st.session_state["ctx_step"] = pick.step
-
-
-def _on_sweep_pick() -> None:
-    """A click on a point of the limit sweep sets the limit to that point's."""
-    state = st.session_state.get("sweep_pick")
-    limit = vm.sweep_pick(state.selection.points if state is not None else [])
-    if limit is not None:
-        st.session_state["limit"] = limit
 
 
 def _step_event(delta: int, count: int) -> None:
@@ -136,6 +127,7 @@ if previous_scope is not None and previous_scope != (dataset.key, conv_id):
 st.session_state["_tb_scope"] = (dataset.key, conv_id)
 
 bounds = limit_bounds(conv.total_tokens, conv.messages[0].tokens)
+panel_sweep.apply_pick("limit")  # a click on the sweep chart (its callback may run in a fragment run)
 _drop_if("limit", lambda v: not (isinstance(v, int) and bounds.lo <= v <= bounds.hi))
 lim_cols = top[1].columns([4, 1.4], vertical_alignment="bottom")
 exact_limit_input(lim_cols[1], "limit", bounds.lo, bounds.hi, bounds.default, "Exact limit")
@@ -415,22 +407,7 @@ with st.expander("Limit sweep: pick a limit by eye", expanded=False, key="sweep"
                           help=f"Up to this many limits, evenly spaced over the slider's range and "
                           f"through the current limit; one replay each ({n:,} messages).")
         limits = sweep_grid(bounds.lo, bounds.hi, count, bounds.step, through=limit)
-        pricing, pricing_error = panel_cost.sweep_pricing_or_error()
-        swept = cb.get_sweep_rows(key, conv_id, settings, limits, pricing)  # a progress bar while new limits run
-        rows = swept.stats
-        st.plotly_chart(
-            mark_safe_limit(cb.get_sweep_figure(key, conv_id, settings, limits, rows), safe), key="sweep_pick",
-            on_select=_on_sweep_pick, selection_mode="points",
-        )
-        st.caption(
-            "The current policies at evenly spaced limits, the current one among them (a target "
-            "keeps its % of the limit); the dotted line is the current limit. Look for the knee "
-            "where compactions stop falling fast; click a point to use its limit."
-        )
-        st.dataframe(sweep_table(rows), hide_index=True, key="sweep_table", **sweep_view(len(rows)))
-        panel_cost.render_sweep(swept.costs, pricing, pricing_error, limit)
-        if settings.clear_trigger is not None:  # issue 11: the sweep covers clearing's trigger and keep
-            panel_cost.render_clearing_sweep(key, conv_id, settings)
+        panel_sweep.render(key, conv_id, settings, limits, n, safe)  # in slices: see panel_sweep
 
 # ---------------------------------------------------------------------------------- every message
 st.subheader("Every message")
