@@ -21,12 +21,14 @@ the conversation's messages. Each computation makes one call into convmem.
 from __future__ import annotations
 
 from collections.abc import Sequence
+from dataclasses import replace
 
 import pandas as pd
 import streamlit as st
 
 from convmem import (
     CachePricing,
+    ClearingSweepRow,
     CostSweepRow,
     Conversation,
     HistorySettings,
@@ -38,7 +40,7 @@ from convmem import (
 )
 
 from .data import get_dataset
-from .sweep_rows import LimitRun, NotCached, SweepRows, cost_row, fill_slice, limit_run
+from .sweep_rows import ClearingRows, LimitRun, NotCached, SweepRows, cost_row, fill_slice, limit_run
 import plotly.graph_objects as go
 
 from .figures_budget import (
@@ -68,6 +70,7 @@ __all__ = [
     "get_limit_stats",
     "get_limit_cost",
     "get_sweep_rows",
+    "get_clearing_rows",
     "get_context_records",
     "message_index",
     "get_totals_figure",
@@ -138,9 +141,9 @@ def get_stats(dataset_key: str, conv_id: str, settings: HistorySettings) -> Repl
 _BY_REPR = {HistorySettings: repr, CachePricing: repr}
 
 
-#: Shown while one limit of the sweep replays (Streamlit shows it only after its 0.5 s delay, so a
-#: fast limit flashes nothing), under the partial sweep's bar (convmem_dashboard.panel_sweep).
-SWEEP_STEP_SPINNER = "Sweeping limits: replaying the conversation at one more limit…"
+#: Shown while one limit (or clearing pair) of the sweep replays (Streamlit shows it only after its
+#: 0.5 s delay, so a fast one flashes nothing), under the partial sweep's bar (panel_sweep).
+SWEEP_STEP_SPINNER = "Sweeping: replaying the conversation once more (one more limit, or one more clearing pair)…"
 
 
 @st.cache_resource(show_spinner=SWEEP_STEP_SPINNER, max_entries=48, hash_funcs=_BY_REPR)
@@ -200,11 +203,39 @@ def get_sweep_rows(
         cost = get_limit_cost(dataset_key, conv_id, s, pricing, _peek=peek)  # carries its replay's stats
         return cost, cost.stats
 
-    found, _ = fill_slice(limits, row_at, len(limits) if new_limits is None else new_limits)
+    found, computed = fill_slice(limits, row_at, len(limits) if new_limits is None else new_limits)
     done = [limit for limit in limits if limit in found]
     stats = [SweepRow(limit, found[limit][1]) for limit in done]
     costs = None if pricing is None else [found[limit][0] for limit in done]
-    return SweepRows(stats, costs, len(limits))
+    return SweepRows(stats, costs, len(limits), computed)
+
+
+def get_clearing_rows(
+    dataset_key: str,
+    conv_id: str,
+    settings: HistorySettings,
+    triggers: Sequence[int],
+    keeps: Sequence[int],
+    pricing: CachePricing,
+    new_pairs: int | None = None,
+) -> ClearingRows:
+    """Clearing's sweep (issue 11): each ``(trigger, keep)`` pair of ``triggers`` x ``keeps`` at
+    ``settings`` with those two replaced, the rest as given; rows equal to
+    convmem.sweep_clearing_costs' (one replay per pair, priced by sweep_rows.cache_totals, which
+    equals prompt_cache's totals). Each pair is one cached run (get_limit_run: keyed by its
+    settings, so a price change reprices without a replay). ``new_pairs``: compute at most that
+    many pairs not cached yet (sweep_rows.fill_slice; None: all); the rows then hold the cached
+    pairs plus those, in ``triggers``-major order. Raises what convmem.replay raises."""
+    pairs = [(trigger, keep) for trigger in triggers for keep in keeps]
+
+    def row_at(pair: tuple[int, int], peek: bool) -> ClearingSweepRow:
+        trigger, keep = pair
+        s = replace(settings, clear_trigger=trigger, clear_keep=keep)
+        cost = get_limit_cost(dataset_key, conv_id, s, pricing, _peek=peek)
+        return ClearingSweepRow(trigger, keep, cost.stats, cost.cache)
+
+    found, computed = fill_slice(pairs, row_at, len(pairs) if new_pairs is None else new_pairs)
+    return ClearingRows([found[p] for p in pairs if p in found], len(pairs), computed)
 
 
 @st.cache_data(show_spinner=False, max_entries=64)

@@ -14,9 +14,9 @@ import streamlit as st
 from streamlit.errors import StreamlitAPIException
 
 from convmem import (
-    sweep_clearing_costs,
     PROVIDERS,
     CachePricing,
+    ClearingSweepRow,
     CostSweepRow,
     HistorySettings,
     PromptCache,
@@ -26,12 +26,12 @@ from convmem import (
 
 from . import cache_budget as cb
 from .agent_view import reported_cache_line
-from .clearing_view import clearing_sweep_grid, clearing_sweep_table
+from .clearing_view import clearing_sweep_table
 from .figures_cost import cache_steps_figure, sweep_cost_figure
 from .tables_cost import DEFAULT_PROVIDER, PRICE_KEYS, cost_table, pricing_caption, pricing_from, sweep_cost_table
 from .url_params import PARAMS
 
-__all__ = ["render", "render_sweep", "pricing_controls", "sweep_pricing_or_error", "get_prefix", "get_cache"]
+__all__ = ["CLEARING_SWEEP_CAPTION", "render", "render_sweep", "render_clearing_sweep", "pricing_controls", "sweep_pricing_or_error", "get_prefix", "get_cache"]
 
 URL = "query-params"
 #: Bars drawn per panel at most (longer replays are summed over runs of steps).
@@ -193,29 +193,18 @@ def render_sweep(
     st.dataframe(sweep_cost_table(rows), hide_index=True, key="sweep_cost_table")
 
 
-@st.cache_data(show_spinner="Sweeping clearing's trigger and keep (one replay per pair)…", max_entries=16)
-def get_clearing_sweep(
-    dataset_key: str, conv_id: str, settings: HistorySettings, triggers: tuple[int, ...],
-    keeps: tuple[int, ...], pricing: CachePricing,
-):
-    """convmem.sweep_clearing_costs over ``triggers`` x ``keeps``."""
-    return sweep_clearing_costs(cb.conversation(dataset_key, conv_id).messages, settings, list(triggers),
-                                list(keeps), pricing)
+#: Under the clearing sweep's table (complete or partial).
+CLEARING_SWEEP_CAPTION = (
+    "Clearing swept: each trigger (tokens) with each number of newest tool results kept, the rest "
+    "as set above. A lower trigger or a smaller keep sends fewer tokens but breaks the prompt "
+    "cache more often; raise 'Clear at least' to clear less often, in bigger bites."
+)
 
 
-def render_clearing_sweep(dataset_key: str, conv_id: str, settings: HistorySettings) -> None:
+def render_clearing_sweep(rows: list[ClearingSweepRow], settings: HistorySettings) -> None:
     """Issue 11: the sweep over clearing's trigger and keep (current clear_at_least and policies),
-    each pair's tokens sent, cache breaks and price, priced as the cost panel prices."""
-    pricing, error = sweep_pricing_or_error()
-    if error is not None:
-        st.error(error)
-        return
-    triggers, keeps = clearing_sweep_grid(settings.limit, settings.clear_trigger, settings.clear_keep)
-    rows = get_clearing_sweep(dataset_key, conv_id, settings, triggers, keeps, pricing)
-    st.caption(
-        "Clearing swept: each trigger (tokens) with each number of newest tool results kept, the rest "
-        "as set above. A lower trigger or a smaller keep sends fewer tokens but breaks the prompt "
-        "cache more often; raise 'Clear at least' to clear less often, in bigger bites."
-    )
+    each pair's tokens sent, cache breaks and price, priced as the cost panel prices; ``rows`` from
+    cache_budget.get_clearing_rows (all of them, or those done while it fills: panel_sweep)."""
+    st.caption(CLEARING_SWEEP_CAPTION)
     st.dataframe(clearing_sweep_table(rows, settings.clear_trigger, settings.clear_keep),
                  hide_index=True, key="clearing_sweep_table")

@@ -11,6 +11,10 @@ computes only a bounded slice of the sweep (sweep_rows.new_limits_per_run, docs/
   worth); the run that finds every limit done reruns the whole page (``st.rerun()``), which draws
   the complete sweep with no fragment, so the frontend's timer stops.
 
+With clearing on, the complete limit sweep is followed by clearing's sweep (each trigger with each
+keep: up to 25 replays), filled the same way with its own bar; the full run's budget left after
+the limits it computed goes to it first.
+
 Cached limits show at once (every limit is looked up before any is computed). A click on a point
 of a partial chart sets the limit and reruns the whole page; the price widgets sit outside the
 sweep (full reruns), so prices reprice as the sweep fills.
@@ -26,12 +30,16 @@ from convmem import CachePricing, HistorySettings, SafeLimit
 
 from . import cache_budget as cb
 from . import panel_cost
+from .clearing_view import clearing_sweep_grid
 from .panel_safe_limit import mark_safe_limit
 from .sweep_rows import FOLLOW_UP_MESSAGES, FULL_RUN_MESSAGES, SweepRows, new_limits_per_run
 from .tables_budget import sweep_table, sweep_view
 from . import view_token_budget as vm
 
-__all__ = ["FILL_EVERY", "BAR_LABEL", "COMPLETE_CAPTION", "apply_pick", "fill_text", "partial_caption", "render"]
+__all__ = [
+    "FILL_EVERY", "BAR_LABEL", "CLEARING_BAR_LABEL", "COMPLETE_CAPTION", "apply_pick", "clearing_fill_text",
+    "clearing_partial_caption", "fill_text", "partial_caption", "render",
+]
 
 #: Seconds between follow-up runs while the sweep fills (the frontend's timer; a tick that comes
 #: while a run is still going waits for it: runs follow each other, never overlap).
@@ -147,7 +155,69 @@ def render(
         _sweep_table(swept)
         panel_cost.render_sweep(swept.costs, pricing, pricing_error, settings.limit)
         if settings.clear_trigger is not None:  # issue 11: the sweep covers clearing's trigger and keep
-            panel_cost.render_clearing_sweep(dataset_key, conv_id, settings)
+            if pricing_error is not None:
+                st.error(pricing_error)
+            else:
+                _clearing(dataset_key, conv_id, settings, pricing, n_messages, max(0, full - swept.computed))
         return
     st.session_state[_FULL_RUN] = True
     st.fragment(_fill, run_every=FILL_EVERY)(dataset_key, conv_id, settings, limits, pricing, n_messages, safe)
+
+
+# ---------------------------------------------------------------------- clearing's trigger and keep
+#: The clearing sweep's bar label while it fills (after the limit sweep is complete).
+CLEARING_BAR_LABEL = "Sweeping clearing's trigger and keep"
+#: As _FULL_RUN, for the clearing sweep's fragment.
+_CLEARING_FULL_RUN = "_clearing_sweep_full_run"
+
+
+def clearing_fill_text(done: int, total: int) -> str:
+    """The clearing bar's text ("Sweeping clearing's trigger and keep: 7 of 25")."""
+    return f"{CLEARING_BAR_LABEL}: {done:,} of {total:,}"
+
+
+def clearing_partial_caption(done: int, total: int) -> str:
+    """Under the clearing bar: how many (trigger, keep) pairs of how many, the rest coming."""
+    return (
+        f"Partial clearing sweep: {done:,} of {total:,} (trigger, keep) pairs done, the rest fill in "
+        "on their own (one replay each; the page stays usable meanwhile)."
+    )
+
+
+def _clearing(
+    dataset_key: str, conv_id: str, settings: HistorySettings, pricing: CachePricing, n_messages: int,
+    budget: int,
+) -> None:
+    """The clearing sweep, filled like the limit sweep: complete when its pairs are cached or at
+    most ``budget`` of them are new (what the full run's FULL_RUN_MESSAGES left after the limits
+    it computed), else drawn by follow-up fragment runs that each compute one slice."""
+    triggers, keeps = clearing_sweep_grid(settings.limit, settings.clear_trigger, settings.clear_keep)
+    swept = cb.get_clearing_rows(dataset_key, conv_id, settings, triggers, keeps, pricing, new_pairs=budget)
+    if swept.complete:
+        panel_cost.render_clearing_sweep(swept.rows, settings)
+        return
+    st.session_state[_CLEARING_FULL_RUN] = True
+    st.fragment(_fill_clearing, run_every=FILL_EVERY)(
+        dataset_key, conv_id, settings, triggers, keeps, pricing, n_messages
+    )
+
+
+def _fill_clearing(
+    dataset_key: str, conv_id: str, settings: HistorySettings, triggers: tuple[int, ...],
+    keeps: tuple[int, ...], pricing: CachePricing, n_messages: int,
+) -> None:
+    """The clearing sweep's fragment: the pairs done so far under a bar, then (in a follow-up run)
+    one slice more; the run that completes it reruns the whole page (its timer stops)."""
+    follow_up = not st.session_state.pop(_CLEARING_FULL_RUN, False)
+    swept = cb.get_clearing_rows(dataset_key, conv_id, settings, triggers, keeps, pricing, new_pairs=0)
+    if follow_up and swept.complete:
+        st.rerun()  # completed meanwhile (by another session): never a bar at "N of N"
+    done, total = len(swept.rows), swept.total
+    st.progress(done / total, text=clearing_fill_text(done, total))
+    st.caption(clearing_partial_caption(done, total))
+    if done:
+        panel_cost.render_clearing_sweep(swept.rows, settings)
+    if follow_up:
+        new = new_limits_per_run(n_messages, FOLLOW_UP_MESSAGES, 1)
+        if cb.get_clearing_rows(dataset_key, conv_id, settings, triggers, keeps, pricing, new_pairs=new).complete:
+            st.rerun()

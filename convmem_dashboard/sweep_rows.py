@@ -28,6 +28,7 @@ import numpy as np
 from convmem import (
     CachePricing,
     CacheTotals,
+    ClearingSweepRow,
     CostSweepRow,
     HistorySettings,
     Message,
@@ -38,6 +39,7 @@ from convmem import (
 )
 
 __all__ = [
+    "ClearingRows",
     "FULL_RUN_MESSAGES",
     "FOLLOW_UP_MESSAGES",
     "LimitRun",
@@ -94,11 +96,28 @@ class SweepRows:
     #: Limits in the sweep's grid: ``len(stats) < total`` while it is still filling (the rows
     #: then hold the limits done so far, in limit order).
     total: int
+    #: Limits this call computed (replayed) rather than found cached.
+    computed: int = 0
 
     @property
     def complete(self) -> bool:
         """Whether every limit of the grid has its row."""
         return len(self.stats) == self.total
+
+
+@dataclass(frozen=True, slots=True)
+class ClearingRows:
+    """The clearing sweep's rows done so far, in ``triggers``-major order (as
+    :func:`convmem.sweep_clearing_costs` gives them), out of ``total`` (trigger, keep) pairs."""
+
+    rows: list[ClearingSweepRow]
+    total: int
+    computed: int = 0
+
+    @property
+    def complete(self) -> bool:
+        """Whether every pair of the grid has its row."""
+        return len(self.rows) == self.total
 
 
 def _compact(values: Sequence[int]) -> array:

@@ -225,3 +225,57 @@ def test_a_click_on_a_partial_sweep_sets_the_limit_for_the_whole_page(replays, m
     conv = cb.conversation(DATA, at.selectbox(key="conv").value)
     assert metrics(at)["Compactions"] == f"{sweep_limits(conv.messages, HistorySettings(picked, start_on_user=True), [picked])[0].stats.compactions:,}"
     assert bar_texts(at)  # still filling, now through the new limit
+
+
+# ------------------------------------------------------------------- clearing's trigger and keep
+def clearing_bar_texts(at: AppTest) -> list[str]:
+    return [t for t in bar_texts(at) if t.startswith(panel_sweep.CLEARING_BAR_LABEL)]
+
+
+def clearing_rows_shown(at: AppTest):
+    return next((d.value for d in at.dataframe if "cache breaks" in d.value.columns), None)
+
+
+def test_clearing_sweep_fills_after_the_limits_then_shows_convmems_rows(replays, monkeypatch):
+    """With clearing on, the complete limit sweep is followed by clearing's (trigger, keep) sweep,
+    filled the same way: at most 5 new replays per full run at 10^4 messages (limits first, then
+    pairs), then follow-up runs of 10; the finished table equals convmem.sweep_clearing_costs."""
+    from convmem import sweep_clearing_costs
+    from convmem_dashboard.clearing_view import clearing_sweep_grid, with_clearing
+
+    at = open_sweep({"clr": "true"})
+    limits_total = int(bar_texts(at)[0].split(" of ")[1])
+    runs = 1
+    while not clearing_bar_texts(at):  # the limits, 5 per full run; then the pairs start
+        assert len(replays) <= 5 * runs and clearing_rows_shown(at) is None
+        ok(at.run())
+        runs += 1
+    limit = at.slider(key="limit").value
+    trigger, keep = at.number_input(key="clr_trig").value, at.number_input(key="clr_keep").value
+    triggers, keeps = clearing_sweep_grid(limit, trigger, keep)
+    total = len(triggers) * len(keeps)
+
+    def pairs_replayed() -> int:
+        """Pairs with a replay: the limit sweep's run at the current limit is the current pair's."""
+        grid = {(t, k) for t in triggers for k in keeps}
+        return len(grid & {(s.clear_trigger, s.clear_keep) for s in replays if s.limit == limit})
+
+    pairs_done = pairs_replayed()
+    assert len(replays) <= 5 * runs and 1 <= pairs_done < total
+    assert clearing_bar_texts(at) == [panel_sweep.clearing_fill_text(pairs_done, total)]
+    assert any(c.value == panel_sweep.clearing_partial_caption(pairs_done, total) for c in at.caption)
+    assert len(clearing_rows_shown(at)) == pairs_done
+    while clearing_bar_texts(at):
+        before = len(replays)
+        at = ok(follow_up_run(at, monkeypatch))
+        assert len(replays) - before <= 10  # one follow-up run: at most 10 replays at 10^4 messages
+    assert pairs_replayed() == total and len(replays) == limits_total + total - 1 and at.metric  # the page reran
+    conv = cb.conversation(DATA, at.selectbox(key="conv").value)
+    base = with_clearing(HistorySettings(limit), True, trigger, keep, at.number_input(key="clr_min").value)
+    want = sweep_clearing_costs(conv.messages, base, list(triggers), list(keeps), sweep_pricing())
+    table = clearing_rows_shown(at)
+    assert list(zip(table["trigger (tokens)"], table["keep"])) == [(r.trigger, r.keep) for r in want]
+    assert table["tokens sent"].tolist() == [r.stats.tokens_sent for r in want]
+    assert table["clearings"].tolist() == [r.stats.clearings for r in want]
+    ok(at.run())
+    assert len(replays) == limits_total + total - 1 and not bar_texts(at)  # cached: nothing more runs
