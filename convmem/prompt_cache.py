@@ -444,8 +444,9 @@ def sweep_limit_costs(
 ) -> list[CostSweepRow]:
     """:func:`~convmem.replay.sweep_limits` with the prompt-cache totals of each limit.
 
-    The same settings per limit (:meth:`~convmem.HistorySettings.at_limit`: a target keeps its ratio
-    to the limit, a summary budget is clipped to the cut, clearing settings kept as they are), one :func:`~convmem.replay.replay` plus
+    The same settings per limit (:meth:`~convmem.HistorySettings.at_limit`: a target and a clearing
+    trigger keep their ratio to the limit, a summary budget is clipped to the cut, clearing's keep
+    and minimum kept as they are), one :func:`~convmem.replay.replay` plus
     :func:`prompt_cache` per limit: O(len(limits) * n) plus History's cost. ``tool_names`` and
     ``thinking`` are passed to replay.
     """

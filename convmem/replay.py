@@ -135,24 +135,32 @@ class HistorySettings:
         )
 
     def at_limit(self, limit: int) -> HistorySettings:
-        """These settings at another ``limit`` (tokens), as a limit sweep tries them: a target keeps
-        its ratio to the limit (rounded, at most the new limit), a summary budget is clipped to the
-        new cut (the target, else the limit); every other field (pins, groups, clearing) is kept.
+        """These settings at another ``limit`` (tokens), as a limit sweep tries them: a target and a
+        clearing trigger each keep their ratio to the limit (rounded, at most the new limit), a
+        summary budget is clipped to the new cut (the target, else the limit); every other field
+        (pins, groups, clearing's keep and minimum, thinking) is kept.
+
+        Why the trigger scales: a trigger at the limit (the dashboard's default) stays at the limit
+        at every swept limit; a fixed one above a smaller swept limit would never fire there, and
+        the sweep would show that limit without clearing (session 20, docs/decisions.md).
 
         O(1); no validation (:meth:`build` validates). ``at_limit(self.limit)`` equals ``self`` (a copy) for
-        settings whose target and budget already fit their limit.
+        settings whose target, trigger and budget already fit their limit.
 
-        >>> s = HistorySettings(1000, 500, pin_system=True, summary_budget=300).at_limit(400)
-        >>> s.limit, s.target, s.summary_budget, s.pin_system
-        (400, 200, 200, True)
+        >>> s = HistorySettings(1000, 500, pin_system=True, summary_budget=300, clear_trigger=1000).at_limit(400)
+        >>> s.limit, s.target, s.summary_budget, s.pin_system, s.clear_trigger
+        (400, 200, 200, True, 400)
         """
         target = self.target
         if target is not None and self.limit:
             target = min(limit, round(target * limit / self.limit))
+        trigger = self.clear_trigger
+        if trigger is not None and self.limit:
+            trigger = min(limit, round(trigger * limit / self.limit))
         budget = self.summary_budget
         if budget is not None:
             budget = min(budget, limit if target is None else target)
-        return replace(self, limit=limit, target=target, summary_budget=budget)
+        return replace(self, limit=limit, target=target, summary_budget=budget, clear_trigger=trigger)
 
     @classmethod
     def all_policies(cls, limit: int, target: int | None = None, summary_budget: int | None = None) -> HistorySettings:
@@ -1768,7 +1776,7 @@ def sweep_limits(
     thinking=None,
 ) -> list[SweepRow]:
     """Replay under each limit, with ``settings.at_limit(limit)`` (other settings kept; a target
-    keeps its ratio to the limit).
+    and a clearing trigger keep their ratio to the limit).
 
     Each row's stats equal ``replay(messages, settings_for_that_limit).stats`` exactly, but no
     per-step arrays or records are built: the messages are validated once, then each limit runs

@@ -279,3 +279,24 @@ def test_clearing_sweep_fills_after_the_limits_then_shows_convmems_rows(replays,
     assert table["clearings"].tolist() == [r.stats.clearings for r in want]
     ok(at.run())
     assert len(replays) == limits_total + total - 1 and not bar_texts(at)  # cached: nothing more runs
+
+
+def test_with_clearing_at_the_limit_a_new_limit_reuses_every_swept_limit(replays):
+    """Clearing on with its default trigger (the limit): a click on a swept limit used to restart
+    the sweep from 0 (a new user), because each swept limit kept the page's trigger, which had
+    just moved with the limit. at_limit scales the trigger as it scales a target, so the settings
+    at a swept limit no longer depend on the page's limit: the new limit's sweep is all cached."""
+    at = open_sweep({"clr": "true"})
+    for _ in range(12):
+        if not bar_texts(at):
+            break
+        ok(at.run())
+    assert not bar_texts(at)
+    limits = list(sweep_rows_shown(at)["limit (tokens)"])
+    current = at.slider(key="limit").value
+    replayed = len(replays)
+    at.slider(key="limit").set_value(next(limit for limit in limits if limit != current))
+    ok(at.run())
+    assert not [t for t in bar_texts(at) if t.startswith(panel_sweep.BAR_LABEL + ":")]  # no limit to fill
+    assert [s.limit for s in replays[replayed:]] == [at.slider(key="limit").value] * (len(replays) - replayed)
+    assert list(sweep_rows_shown(at)["limit (tokens)"]) == limits  # every limit cached: the same rows

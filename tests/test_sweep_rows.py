@@ -72,7 +72,9 @@ def test_at_limit_is_the_old_inline_rule_and_keeps_every_other_field(limit, new,
     moved = s.at_limit(new)
     assert (moved.limit, moved.target, moved.summary_budget) == old_at_limit(s, new)
     assert (moved.pin_system, moved.pin_latest_user, moved.keep_tool_groups, moved.start_on_user) == pins
-    assert (moved.clear_trigger, moved.clear_keep) == (clear, 2)
+    # a clearing trigger keeps its ratio to the limit, as a target does (at most the new limit)
+    assert moved.clear_trigger == (None if clear is None else min(new, round(clear * new / limit)))
+    assert moved.clear_keep == 2
     if moved.target is not None:
         assert moved.target <= new
     assert moved.at_limit(new) == moved  # a row keyed by the settings at its limit is that row
