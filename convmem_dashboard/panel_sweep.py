@@ -11,6 +11,11 @@ computes only a bounded slice of the sweep (sweep_rows.new_limits_per_run, docs/
   worth); the run that finds every limit done reruns the whole page (``st.rerun()``), which draws
   the complete sweep with no fragment, so the frontend's timer stops.
 
+A follow-up run whose slice raises (a limit convmem.replay refuses: a message id equal to the
+summary in place at that limit) reruns the page, which shows the error and the limits done and
+registers no fragment while the settings stay the same: the failing limit is replayed once, not on
+every tick of the timer.
+
 Cached limits show at once (every limit is looked up before any is computed). A click on a point
 of a partial chart sets the limit and reruns the whole page; the price widgets sit outside the
 sweep (full reruns), so prices reprice as the sweep fills.
@@ -43,6 +48,10 @@ _PICKED = "_sweep_picked"
 #: Set by a full run just before it calls the fragment: the fragment's first call (inside that
 #: full run) computes nothing more, its later calls (follow-up runs) compute a slice.
 _FULL_RUN = "_sweep_full_run"
+#: ``(the sweep's key, message)`` of a follow-up run whose slice raised (a limit convmem.replay
+#: refuses, e.g. a message id equal to the summary in place there): the full run it reruns shows
+#: the message and registers no fragment, so no timer replays the failing limit again.
+_FAILED = "_sweep_failed"
 
 
 def fill_text(done: int, total: int) -> str:
@@ -125,8 +134,21 @@ def _fill(
     _partial_view(dataset_key, conv_id, settings, swept, safe)
     if follow_up:
         new = new_limits_per_run(n_messages, FOLLOW_UP_MESSAGES, 1)
-        if cb.get_sweep_rows(dataset_key, conv_id, settings, limits, pricing, new_limits=new).complete:
-            st.rerun()  # the whole page draws the complete sweep, and its timer stops
+        try:
+            complete = cb.get_sweep_rows(dataset_key, conv_id, settings, limits, pricing, new_limits=new).complete
+        except Exception as exc:  # noqa: BLE001 - shown by the full run, which stops the fill
+            key = _sweep_key(dataset_key, conv_id, settings, limits, pricing)
+            st.session_state[_FAILED] = (key, f"{type(exc).__name__}: {exc}")
+            complete = True
+        if complete:
+            st.rerun()  # the whole page draws the complete sweep (or the failure), and its timer stops
+
+
+def _sweep_key(
+    dataset_key: str, conv_id: str, settings: HistorySettings, limits: tuple[int, ...], pricing: CachePricing | None
+) -> tuple:
+    """What identifies one fill: the conversation, the settings, the grid and the pricing."""
+    return dataset_key, conv_id, repr(settings), limits, repr(pricing)
 
 
 def render(
@@ -139,6 +161,18 @@ def render(
     safe limit to mark, or None. Raises what convmem.replay raises for settings History refuses."""
     pricing, pricing_error = panel_cost.sweep_pricing_or_error()
     limits = tuple(limits)
+    failed = st.session_state.pop(_FAILED, None)
+    if failed is not None and failed[0] == _sweep_key(dataset_key, conv_id, settings, limits, pricing):
+        st.session_state[_FAILED] = failed  # kept while these settings stay: the fill stays stopped
+        done = cb.get_sweep_rows(dataset_key, conv_id, settings, limits, pricing, new_limits=0)
+        st.error(
+            f"The limit sweep stopped at {len(done.stats):,} of {done.total:,} limits: one limit could "
+            f"not be replayed. {failed[1]}"
+        )
+        if done.stats:  # the limits done, with no bar: nothing more fills in
+            _sweep_chart(dataset_key, conv_id, settings, done, safe)
+            _sweep_table(done)
+        return
     full = new_limits_per_run(n_messages, FULL_RUN_MESSAGES, 0)
     swept = cb.get_sweep_rows(dataset_key, conv_id, settings, limits, pricing, new_limits=full)
     if swept.complete:
