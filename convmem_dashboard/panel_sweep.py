@@ -15,6 +15,11 @@ With clearing on, the complete limit sweep is followed by clearing's sweep (each
 keep: up to 25 replays), filled the same way with its own bar; the full run's budget left after
 the limits it computed goes to it first.
 
+A follow-up run whose slice raises (a limit convmem.replay refuses: a message id equal to the
+summary in place at that limit) reruns the page, which shows the error and the limits done and
+registers no fragment while the settings stay the same: the failing limit is replayed once, not on
+every tick of the timer.
+
 Cached limits show at once (every limit is looked up before any is computed). A click on a point
 of a partial chart sets the limit and reruns the whole page; the price widgets sit outside the
 sweep (full reruns), so prices reprice as the sweep fills.
@@ -51,6 +56,10 @@ _PICKED = "_sweep_picked"
 #: Set by a full run just before it calls the fragment: the fragment's first call (inside that
 #: full run) computes nothing more, its later calls (follow-up runs) compute a slice.
 _FULL_RUN = "_sweep_full_run"
+#: ``(the sweep's key, message)`` of a follow-up run whose slice raised (a limit convmem.replay
+#: refuses, e.g. a message id equal to the summary in place there): the full run it reruns shows
+#: the message and registers no fragment, so no timer replays the failing limit again.
+_FAILED = "_sweep_failed"
 
 
 def fill_text(done: int, total: int) -> str:
@@ -133,8 +142,22 @@ def _fill(
     _partial_view(dataset_key, conv_id, settings, swept, safe)
     if follow_up:
         new = new_limits_per_run(n_messages, FOLLOW_UP_MESSAGES, 1)
-        if cb.get_sweep_rows(dataset_key, conv_id, settings, limits, pricing, new_limits=new).complete:
-            st.rerun()  # the whole page draws the complete sweep, and its timer stops
+        try:
+            complete = cb.get_sweep_rows(dataset_key, conv_id, settings, limits, pricing, new_limits=new).complete
+        except Exception as exc:  # noqa: BLE001 - shown by the full run, which stops the fill
+            key = _sweep_key(dataset_key, conv_id, settings, limits, pricing)
+            st.session_state[_FAILED] = (key, f"{type(exc).__name__}: {exc}")
+            complete = True
+        if complete:
+            st.rerun()  # the whole page draws the complete sweep (or the failure), and its timer stops
+
+
+def _sweep_key(
+    dataset_key: str, conv_id: str, settings: HistorySettings, limits: tuple, pricing: CachePricing | None
+) -> tuple:
+    """What identifies one fill: the conversation, the settings, the grid (the limits, or
+    clearing's triggers and keeps) and the pricing."""
+    return dataset_key, conv_id, repr(settings), limits, repr(pricing)
 
 
 def render(
@@ -147,6 +170,18 @@ def render(
     safe limit to mark, or None. Raises what convmem.replay raises for settings History refuses."""
     pricing, pricing_error = panel_cost.sweep_pricing_or_error()
     limits = tuple(limits)
+    failed = st.session_state.pop(_FAILED, None)
+    if failed is not None and failed[0] == _sweep_key(dataset_key, conv_id, settings, limits, pricing):
+        st.session_state[_FAILED] = failed  # kept while these settings stay: the fill stays stopped
+        done = cb.get_sweep_rows(dataset_key, conv_id, settings, limits, pricing, new_limits=0)
+        st.error(
+            f"The limit sweep stopped at {len(done.stats):,} of {done.total:,} limits: one limit could "
+            f"not be replayed. {failed[1]}"
+        )
+        if done.stats:  # the limits done, with no bar: nothing more fills in
+            _sweep_chart(dataset_key, conv_id, settings, done, safe)
+            _sweep_table(done)
+        return
     full = new_limits_per_run(n_messages, FULL_RUN_MESSAGES, 0)
     swept = cb.get_sweep_rows(dataset_key, conv_id, settings, limits, pricing, new_limits=full)
     if swept.complete:
@@ -167,8 +202,9 @@ def render(
 # ---------------------------------------------------------------------- clearing's trigger and keep
 #: The clearing sweep's bar label while it fills (after the limit sweep is complete).
 CLEARING_BAR_LABEL = "Sweeping clearing's trigger and keep"
-#: As _FULL_RUN, for the clearing sweep's fragment.
+#: As _FULL_RUN and _FAILED, for the clearing sweep's fragment.
 _CLEARING_FULL_RUN = "_clearing_sweep_full_run"
+_CLEARING_FAILED = "_clearing_sweep_failed"
 
 
 def clearing_fill_text(done: int, total: int) -> str:
@@ -192,6 +228,17 @@ def _clearing(
     most ``budget`` of them are new (what the full run's FULL_RUN_MESSAGES left after the limits
     it computed), else drawn by follow-up fragment runs that each compute one slice."""
     triggers, keeps = clearing_sweep_grid(settings.limit, settings.clear_trigger, settings.clear_keep)
+    failed = st.session_state.pop(_CLEARING_FAILED, None)
+    if failed is not None and failed[0] == _sweep_key(dataset_key, conv_id, settings, (triggers, keeps), pricing):
+        st.session_state[_CLEARING_FAILED] = failed  # kept while these settings stay: no new fill
+        done = cb.get_clearing_rows(dataset_key, conv_id, settings, triggers, keeps, pricing, new_pairs=0)
+        st.error(
+            f"Clearing's sweep stopped at {len(done.rows):,} of {done.total:,} (trigger, keep) pairs: "
+            f"one could not be replayed. {failed[1]}"
+        )
+        if done.rows:
+            panel_cost.render_clearing_sweep(done.rows, settings)
+        return
     swept = cb.get_clearing_rows(dataset_key, conv_id, settings, triggers, keeps, pricing, new_pairs=budget)
     if swept.complete:
         panel_cost.render_clearing_sweep(swept.rows, settings)
@@ -219,5 +266,13 @@ def _fill_clearing(
         panel_cost.render_clearing_sweep(swept.rows, settings)
     if follow_up:
         new = new_limits_per_run(n_messages, FOLLOW_UP_MESSAGES, 1)
-        if cb.get_clearing_rows(dataset_key, conv_id, settings, triggers, keeps, pricing, new_pairs=new).complete:
-            st.rerun()
+        try:
+            complete = cb.get_clearing_rows(
+                dataset_key, conv_id, settings, triggers, keeps, pricing, new_pairs=new
+            ).complete
+        except Exception as exc:  # noqa: BLE001 - shown by the full run, which stops the fill (as _fill)
+            key = _sweep_key(dataset_key, conv_id, settings, (triggers, keeps), pricing)
+            st.session_state[_CLEARING_FAILED] = (key, f"{type(exc).__name__}: {exc}")
+            complete = True
+        if complete:
+            st.rerun()  # the whole page draws the complete clearing sweep (or the failure)

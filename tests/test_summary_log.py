@@ -137,6 +137,52 @@ def test_deferred_summarizer_equals_the_eager_one_through_rejections(batches, ma
     assert set(deferred._made.values()) >= {call for call, _ in accepted}
 
 
+#: Texts around a line's clip (line_chars 8 or 9: exactly that long, one more), unicode
+#: whitespace (collapsed by _clip, never left in a line), cleared-result placeholders.
+EDGE_TEXTS = st.one_of(
+    TEXTS,
+    st.text(alphabet="ab .?\u00a0\u2003\u3000\u200b\u2028\x85\x1c\t\n", min_size=7, max_size=10),
+    st.sampled_from(["[cleared]", "\u3000", "abcdefgh", "abcdefghi", "abcdefghij"]),
+)
+
+
+@settings(max_examples=150, deadline=None)
+@given(
+    st.lists(st.tuples(st.lists(st.tuples(st.sampled_from(ROLES), EDGE_TEXTS), min_size=1, max_size=4),
+                       st.sampled_from(["accept", "refuse", "remove"])), min_size=1, max_size=25),
+    st.integers(0, 60),
+    st.sampled_from([TIKTOKEN, APPROX]),
+    st.sampled_from([(8, "summary", "system"), (9, "s", "user"), (120, "Σ", "assistant")]),
+)
+def test_deferred_equals_eager_with_custom_names_through_refusals_and_removals(batches, max_tokens, count, named):
+    """break20: line_chars, id_prefix and role other than the defaults (the unchecked summary
+    Messages), the same text under different roles (the (role, content) line table), runs of
+    refusals (the copy of the summary in place reused) and removals (``previous`` None, as
+    History passes when pinned messages leave no room): ids, tokens, texts equal the eager ones."""
+    line_chars, id_prefix, role = named
+    kw = dict(max_tokens=max_tokens, count_tokens=count, line_chars=line_chars, id_prefix=id_prefix, role=role)
+    eager, deferred = ExtractiveSummarizer(**kw), ExtractiveSummarizer(**kw)
+    deferred._defer()
+    prev_e = prev_d = None
+    step = 0
+    accepted = []
+    for call, (texts, outcome) in enumerate(batches):
+        dropped = []
+        for r, t in texts:
+            step += 1
+            extra = {"tool_call_id": "c1"} if r == "tool" else {}
+            dropped.append(Message(f"m{step}", r, 1, content=t or None, **extra))
+        e, d = eager(prev_e, dropped), deferred(prev_d, dropped)
+        assert d == Message(e.id, e.role, e.tokens) and type(d) is Message
+        assert _span_text(deferred._spans(), call) == e.content
+        if outcome == "accept":
+            prev_e, prev_d = e, d
+            accepted.append((call, e.content))
+        elif outcome == "remove":
+            prev_e = prev_d = None
+    assert [_span_text(deferred._spans(), call) for call, _ in accepted] == [text for _, text in accepted]
+
+
 def test_defer_only_before_the_first_call():
     s = ExtractiveSummarizer(max_tokens=20, count_tokens=punctuated)
     s(None, [Message("u1", "user", 1, content="hi")])
