@@ -34,6 +34,7 @@ from .figures_budget import ReplayArrays, replay_arrays
 __all__ = [
     "PROTECT_LABELS",
     "ProtectedStatus",
+    "exact_limit_help",
     "exact_limit_input",
     "mark_safe_limit",
     "protected_status",
@@ -178,8 +179,19 @@ def exact_limit_input(container, key: str, lo: int, hi: int, default: int, label
     st.session_state[num_key] = current
     container.number_input(
         label, min_value=lo, max_value=hi, step=1, key=num_key, on_change=_copy, args=(num_key, key),
-        help="Type an exact limit (step 1); the slider follows.",
+        help=exact_limit_help(lo, hi),
     )
+
+
+def exact_limit_help(lo: int, hi: int) -> str:
+    """The exact limit input's help: the range it takes, so a number outside it (which the input
+    refuses, keeping the limit as it was) is explained where the user types.
+
+    >>> exact_limit_help(100, 31_000)
+    'Type an exact limit from 100 to 31,000 tokens (step 1); the slider follows. A number outside that range is refused and the limit stays as it was.'
+    """
+    return (f"Type an exact limit from {lo:,} to {hi:,} tokens (step 1); the slider follows. "
+            "A number outside that range is refused and the limit stays as it was.")
 
 
 def _limit_free(settings: HistorySettings) -> HistorySettings:

@@ -70,6 +70,12 @@ def test_exact_input_sets_the_limit_and_the_url(conv):
     ok(at)
     assert at.slider(key="limit").value == want - 1
     caption_with(at, "dropped at this limit")
+    # The input says the range it takes (a number outside it is refused): a new user typed 5 and
+    # 99999 and saw only a red mark (sessions 19 and 20).
+    box = at.number_input(key="limit_n")
+    bounds = limit_bounds(conv.total_tokens, conv.messages[0].tokens)
+    assert (box.min, box.max) == (bounds.lo, bounds.hi)
+    assert f"from {bounds.lo:,} to {bounds.hi:,} tokens" in box.help
 
 
 def test_use_this_limit_button(conv):
