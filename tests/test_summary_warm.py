@@ -80,6 +80,26 @@ def in_a_script_thread(fn):
     return t, release, out
 
 
+def wait_until(done, tries: int = 200, pause: float = 0.05) -> None:
+    """Poll ``done()`` until it is true (at most ``tries`` times, ``pause`` s apart); no fixed sleep."""
+    for _ in range(tries):
+        if done():
+            return
+        threading.Event().wait(pause)
+
+
+def warm_raising_on(monkeypatch, broken, error: Exception) -> None:
+    """ExtractiveSummarizer.warm raises ``error`` for a batch of ``broken``, warms others as before."""
+    real_warm = ExtractiveSummarizer.warm
+
+    def warm(self, messages):
+        if messages and messages[0] is broken[0]:
+            raise error
+        return real_warm(self, messages)
+
+    monkeypatch.setattr(ExtractiveSummarizer, "warm", warm)
+
+
 def test_the_worker_counts_only_once_no_script_runs(idle):
     msgs = fresh(300, 43)
     run, release, out = in_a_script_thread(lambda: idle_lines.warm_later("d/c", msgs))
@@ -89,10 +109,7 @@ def test_the_worker_counts_only_once_no_script_runs(idle):
     release.set()
     run.join(timeout=10)
     worker = idle_lines._WORKER[0]
-    for _ in range(200):
-        if uncounted(msgs) == 0:
-            break
-        threading.Event().wait(0.05)
+    wait_until(lambda: uncounted(msgs) == 0)
     assert uncounted(msgs) == 0
     assert worker.is_alive()  # one worker per process, waiting for the next conversation
 
@@ -127,26 +144,13 @@ def test_the_worker_outlives_a_counter_that_cannot_load(idle, monkeypatch):
     from convmem.tokens import EncodingUnavailableError
 
     broken, later = fresh(150, 46), fresh(150, 47)
-    real_warm = ExtractiveSummarizer.warm
-
-    def warm(self, messages):
-        if messages and messages[0] is broken[0]:
-            raise EncodingUnavailableError("no rank file for cl100k_base (test)")
-        return real_warm(self, messages)
-
-    monkeypatch.setattr(ExtractiveSummarizer, "warm", warm)
+    warm_raising_on(monkeypatch, broken, EncodingUnavailableError("no rank file for cl100k_base (test)"))
     assert idle_lines.warm_later("d/broken", broken) is True
     worker = idle_lines._WORKER[0]
-    for _ in range(200):
-        if idle_lines._QUEUE.empty():
-            break
-        threading.Event().wait(0.05)
+    wait_until(lambda: idle_lines._QUEUE.empty())
     threading.Event().wait(0.2)  # the broken conversation has been taken and tried
     assert idle_lines.warm_later("d/later", later) is True
-    for _ in range(200):
-        if uncounted(later) == 0:
-            break
-        threading.Event().wait(0.05)
+    wait_until(lambda: uncounted(later) == 0)
     assert uncounted(later) == 0
     assert uncounted(broken) == 150
     assert idle_lines._WORKER[0].is_alive() and idle_lines._WORKER == [worker]
@@ -154,24 +158,14 @@ def test_the_worker_outlives_a_counter_that_cannot_load(idle, monkeypatch):
 
 def test_a_worker_ended_by_an_unexpected_error_is_started_again(idle, monkeypatch):
     broken, later = fresh(150, 48), fresh(150, 49)
-    real_warm = ExtractiveSummarizer.warm
-
-    def warm(self, messages):
-        if messages and messages[0] is broken[0]:
-            raise RuntimeError("unexpected (test)")
-        return real_warm(self, messages)
-
-    monkeypatch.setattr(ExtractiveSummarizer, "warm", warm)
+    warm_raising_on(monkeypatch, broken, RuntimeError("unexpected (test)"))
     monkeypatch.setattr(threading, "excepthook", lambda args: None)  # the worker's end, expected here
     assert idle_lines.warm_later("d/broken", broken) is True
     first = idle_lines._WORKER[0]
     first.join(timeout=10)
     assert not first.is_alive()
     assert idle_lines.warm_later("d/later", later) is True
-    for _ in range(200):
-        if uncounted(later) == 0:
-            break
-        threading.Event().wait(0.05)
+    wait_until(lambda: uncounted(later) == 0)
     assert uncounted(later) == 0
     assert idle_lines._WORKER[0] is not first and idle_lines._WORKER[0].is_alive()
 
@@ -188,10 +182,7 @@ def test_the_worker_keeps_no_conversation_once_counted(idle):
     conv = Conversation(fresh(150, 50))
     gone = weakref.ref(conv)
     assert idle_lines.warm_later("d/evicted", conv) is True
-    for _ in range(200):
-        if uncounted(conv) == 0:
-            break
-        threading.Event().wait(0.05)
+    wait_until(lambda: uncounted(conv) == 0)
     assert uncounted(conv) == 0
     del conv
     for _ in range(200):  # the worker ends its batch and waits on the queue again
