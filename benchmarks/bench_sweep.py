@@ -23,27 +23,14 @@ machine's speed and AppTest's own overhead cancel out.
 from __future__ import annotations
 
 import argparse
-from contextlib import contextmanager
 
-import streamlit.testing.v1.local_script_runner as local_script_runner
-from bench_pages import DASHBOARD, TIMEOUT, AppTest, baseline, quiet, server_like_script_cache, timed_run
+from bench_pages import (
+    DASHBOARD, TIMEOUT, AppTest, baseline, fragment_reruns, quiet, server_like_script_cache, timed_run,
+)
 
 PAGE = "pages/token_budget.py"
 #: Follow-up runs tried at most before giving up (20 limits at >= 1 limit per run, plus slack).
 MAX_FOLLOW_UPS = 100
-
-
-@contextmanager
-def fragment_reruns(at: AppTest):
-    """Within it, ``at.run()`` reruns only the registered fragments, as when the frontend's
-    ``run_every`` timer fires (``is_auto_rerun``)."""
-    fragments = list(at._fragment_storage._fragments)
-    real = local_script_runner.RerunData
-    local_script_runner.RerunData = lambda **kw: real(**kw, fragment_id_queue=fragments, is_auto_rerun=True)
-    try:
-        yield
-    finally:
-        local_script_runner.RerunData = real
 
 
 def filling(at: AppTest) -> bool:

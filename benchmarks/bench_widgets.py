@@ -29,7 +29,9 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from bench_pages import baseline, new_values, open_page, quiet, server_like_script_cache, timed_run  # noqa: E402
+from bench_pages import (  # noqa: E402
+    baseline, finish_line_fill, new_values, open_page, quiet, server_like_script_cache, timed_run,
+)
 
 KINDS = ("slider", "toggle", "checkbox", "number_input", "selectbox", "radio")
 #: Widgets left alone: the dataset picker (another dataset is another page view) and the
@@ -94,6 +96,16 @@ def set_value(kind: str, widget, value) -> None:
         widget.set_value(value)
 
 
+def line_fill_rows(scenario: Scenario, at) -> list[tuple]:
+    """Rows of the follow-up runs that count summary lines before a first replay with summaries
+    (convmem_dashboard.panel_summary_lines): each is a script run of its own, held to the goal."""
+    fill = finish_line_fill(at)
+    return [
+        (scenario.name, f"  (lines, follow-up {i})" if i < len(fill) else "  (lines done: the replay)", "", wall, cpu)
+        for i, (wall, cpu) in enumerate(fill, 1)
+    ]
+
+
 def survey(scenario: Scenario, data: str, base: float) -> list[tuple]:
     """Rows ``(scenario, widget, value, wall s, CPU s)`` for every widget change of the scenario."""
     at = open_page(scenario.path, data)
@@ -103,6 +115,7 @@ def survey(scenario: Scenario, data: str, base: float) -> list[tuple]:
         for key, value in scenario.preset.items():
             at.session_state[key] = value
         rows.append((scenario.name, "(preset)", ", ".join(f"{k}={v}" for k, v in scenario.preset.items()), *run(at)))
+        rows += line_fill_rows(scenario, at)
         run(at)
     found = [(kind, w.key) for kind in KINDS for w in getattr(at, kind) if w.key and w.key not in SKIP_KEYS]
     for kind, key in dict.fromkeys(found):
@@ -115,6 +128,7 @@ def survey(scenario: Scenario, data: str, base: float) -> list[tuple]:
             continue
         set_value(kind, widget, value)
         rows.append((scenario.name, f"{kind} {key}", str(value)[:28], *run(at)))
+        rows += line_fill_rows(scenario, at)
         try:
             set_value(kind, getattr(at, kind)(key=key), old)
         except KeyError:

@@ -585,6 +585,26 @@ class ExtractiveSummarizer:
             self._entries(new, count, memo, by_text=False)
         return len(new)
 
+    def lines_missing(self, messages: Sequence[Message]) -> int:
+        """How many of ``messages`` :meth:`warm` would make and count now: those with no line in
+        the process-wide line cache under this summarizer's counter and ``line_chars``. 0 with a
+        counter that is not convmem's own (nothing is shared then). O(len(messages)) dict lookups
+        (about 3 ms per 10^5 messages); builds the default counter when it is the one used.
+
+        >>> from convmem import Message
+        >>> s = ExtractiveSummarizer(max_tokens=50, count_tokens=lambda text: len(text.split()))
+        >>> s.lines_missing([Message("m1", "user", 3, content="hi")])  # not convmem's own counter
+        0
+        """
+        count = self.count_tokens or _default_count()
+        if self._counted_with != count:
+            self._use_counter(count)
+        memo = self._memo
+        if memo is None:
+            return 0
+        cache = _cached_lines((self.line_chars, id(memo)))
+        return len(messages) - sum(map(cache.__contains__, map(id, messages)))
+
     # -- preloaded replay (the replay's walk) -------------------------------------------------
     def _preload(self, messages: Sequence[Message]) -> None:
         """Prepare for :meth:`_call_range` calls over ``messages`` (deferred mode): each call's

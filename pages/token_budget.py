@@ -20,6 +20,7 @@ from convmem_dashboard import cache_budget as cb
 from convmem_dashboard import clearing_view as cv
 from convmem_dashboard import idle_lines
 from convmem_dashboard import panel_cost
+from convmem_dashboard import panel_summary_lines
 from convmem_dashboard import panel_sweep
 from convmem_dashboard import view_token_budget as vm
 from convmem_dashboard.agent_view import add_agent_compactions, compaction_table, has_session, session_caption
@@ -229,6 +230,8 @@ if clearing:
     settings = cv.with_clearing(settings, True, clr_trig, clr_keep, clr_min)
 key = dataset.key
 file_stem = re.sub(r"[^A-Za-z0-9_.-]+", "_", conv_id)[:80]
+if summaries and not panel_summary_lines.lines_ready(key, conv_id, conv.messages):
+    st.stop()  # a bar fills in above; the page reruns when the summary lines are counted
 # Progress instead of grey placeholders: a spinner with the elapsed time while the replay runs.
 # Streamlit shows it only after 0.5 s, so a cached rerun pays nothing (st.status sleeps 0.1 s
 # on every run, docs/decisions.md).
@@ -389,6 +392,8 @@ with st.expander("Compare with a second setting (B)", expanded=False, key="cmp",
         settings_b = cv.with_clearing(
             settings_b, b_clr, settings.clear_trigger, settings.clear_keep, settings.clear_at_least
         )
+        if b_sum and not panel_summary_lines.lines_ready(key, conv_id, conv.messages):
+            st.stop()  # as for A's summaries: a bar, then the page when the lines are counted
         stats_b = cb.get_stats(key, conv_id, settings_b)
         st.dataframe(comparison_table(stats, stats_b), hide_index=True, key="cmp_table")
         if settings.clear_trigger is not None or b_clr:

@@ -1,0 +1,155 @@
+"""Summary lines counted in slices before the first replay with summaries (issue 10 item 3;
+convmem_dashboard.panel_summary_lines, idle_lines.lines_missing / count_lines,
+ExtractiveSummarizer.lines_missing).
+
+The pure parts against ExtractiveSummarizer.warm (what is missing is what warm would count), then
+AppTest on the 10^4-message synthetic conversation with the fill's thresholds lowered: the toggle's
+run draws a bar and stops, each follow-up run (the fragment's timer, driven as the frontend does)
+counts one slice, and the page that follows equals convmem.replay. Every line cache is emptied
+first: the lines must really be missing.
+"""
+
+from __future__ import annotations
+
+import pytest
+
+from convmem import ExtractiveSummarizer, HistorySettings, replay, summarizers
+from convmem.synthetic import generate_conversation
+from convmem_dashboard import cache_budget as cb
+from convmem_dashboard import idle_lines, panel_summary_lines
+from apptest_support import dashboard_app, metrics, ok
+from test_page_sweep_fill import follow_up_run
+
+PAGE = "pages/token_budget.py"
+DATA = "synthetic-10000"
+N = 10_000
+
+
+@pytest.fixture
+def no_lines(monkeypatch):
+    """Every summary line uncounted (a new server process), and no idle worker to count them."""
+    summarizers._LINE_CACHE.clear()
+    summarizers._LINE_KEPT.clear()
+    monkeypatch.setattr(idle_lines, "MIN_MESSAGES", 10**9)
+
+
+def test_lines_missing_is_what_warm_counts(no_lines):
+    msgs = list(generate_conversation(700, seed=5).messages)
+    s = ExtractiveSummarizer(max_tokens=0)
+    assert s.lines_missing(msgs) == idle_lines.lines_missing(msgs) == 700
+    assert s.warm(msgs[100:350]) == 250
+    assert s.lines_missing(msgs) == 450
+    assert ExtractiveSummarizer(max_tokens=0, line_chars=40).lines_missing(msgs) == 700  # another cache
+    assert ExtractiveSummarizer(max_tokens=0, count_tokens=len).lines_missing(msgs) == 0  # nothing shared
+
+
+def test_count_lines_counts_whole_batches_oldest_first_until_enough(no_lines, monkeypatch):
+    monkeypatch.setattr(idle_lines, "BATCH", 64)
+    msgs = list(generate_conversation(1_000, seed=6).messages)
+    assert idle_lines.count_lines(msgs, 100) == 128  # two batches: the first made 64 < 100
+    assert idle_lines.lines_missing(msgs) == 872
+    assert idle_lines.lines_missing(msgs[:128]) == 0
+    assert idle_lines.count_lines(msgs, 10**6) == 872
+    assert idle_lines.count_lines(msgs, 10) == 0  # nothing left
+    assert idle_lines.lines_missing(msgs) == 0
+
+
+def bars(at) -> list[str]:
+    return [p.proto.text for p in at.get("progress") if p.proto.text.startswith(panel_summary_lines.BAR_LABEL)]
+
+
+@pytest.fixture
+def small_fill(monkeypatch, no_lines):
+    monkeypatch.setattr(panel_summary_lines, "FULL_RUN_LINES", 1_000)
+    monkeypatch.setattr(panel_summary_lines, "SLICE_LINES", 3_000)
+    monkeypatch.setattr(idle_lines, "BATCH", 1_000)
+
+
+def open_page(query: dict | None = None):
+    at = dashboard_app()
+    at.query_params.update({"data": DATA, **(query or {})})
+    at.run()
+    at.switch_page(PAGE)
+    return ok(at.run())
+
+
+def comparison_shown(at) -> bool:
+    return any(c.value.startswith("Blue = A") for c in at.caption)
+
+
+def fill(at, monkeypatch) -> list[list[str]]:
+    """Follow-up runs until no bar is drawn; the bars each one drew."""
+    seen = []
+    while bars(at):
+        assert len(seen) < 20, seen
+        ok(follow_up_run(at, monkeypatch))
+        seen.append(bars(at))
+    return seen
+
+
+def test_the_first_summaries_toggle_counts_lines_in_slices_then_shows_the_replay(small_fill, monkeypatch):
+    at = open_page()
+    at.number_input(key="ctx_step").set_value(17)  # a setting below the bar: kept through the fill
+    ok(at.run())
+    conv = cb.conversation(DATA, at.selectbox(key="conv").value)
+    assert idle_lines.lines_missing(conv.messages) == N
+    at.toggle(key="sum").set_value(True)
+    ok(at.run())
+    assert bars(at) == [panel_summary_lines.fill_text(0, N)]
+    assert not at.metric  # the page stopped under the bar: nothing drawn from a replay yet
+    assert idle_lines.lines_missing(conv.messages) == N  # the toggle's own run counted nothing
+    seen = fill(at, monkeypatch)
+    # each follow-up run shows what was counted before its slice (3 batches of 1,000), then the
+    # run that finds at most 1,000 missing reruns the page
+    assert seen == [[panel_summary_lines.fill_text(k, N)] for k in (0, 3_000, 6_000)] + [[]]
+    assert idle_lines.lines_missing(conv.messages) == 0  # the last 1,000: counted by the page's replay
+    settings = HistorySettings(limit=at.slider(key="limit").value, summary_budget=at.number_input(key="sb").value)
+    want = replay(conv.messages, settings).stats
+    shown = metrics(at)
+    assert shown["Compactions"] == f"{want.compactions:,}"
+    assert shown["Messages dropped"] == f"{want.messages_dropped:,}"
+    assert at.number_input(key="ctx_step").value == 17
+    ok(at.run())
+    assert not bars(at)  # a rerun replays from the cache: no bar again
+
+
+def test_few_missing_lines_are_counted_by_the_run_itself(small_fill, monkeypatch):
+    at = open_page()
+    conv = cb.conversation(DATA, at.selectbox(key="conv").value)
+    idle_lines.count_lines(conv.messages[:9_000], 10**6)  # the idle worker's part: 1,000 left
+    at.toggle(key="sum").set_value(True)
+    ok(at.run())
+    assert not bars(at) and metrics(at)["Compactions"] != "0"
+
+
+def test_a_link_with_b_summaries_fills_inside_the_comparison(small_fill, monkeypatch):
+    at = open_page({"cmp": "true", "b_sum": "true"})
+    assert bars(at) == [panel_summary_lines.fill_text(0, N)]
+    assert metrics(at)  # A (summaries off) drew its metrics above
+    assert not comparison_shown(at)
+    fill(at, monkeypatch)
+    assert comparison_shown(at)
+
+
+def test_a_conversation_over_the_cache_s_room_is_left_to_its_replay(small_fill, monkeypatch):
+    monkeypatch.setattr(panel_summary_lines, "MAX_MESSAGES", N - 1)
+    at = open_page({"sum": "true"})
+    assert not bars(at) and metrics(at)
+
+
+def test_queueing_a_conversation_builds_the_default_counter_in_that_run(monkeypatch):
+    import queue
+    from collections import OrderedDict
+
+    built = []
+    monkeypatch.setattr(idle_lines, "_QUEUE", queue.SimpleQueue())
+    monkeypatch.setattr(idle_lines, "_QUEUED", OrderedDict())
+    monkeypatch.setattr(idle_lines, "_WORKER", [])
+    monkeypatch.setattr(idle_lines, "MIN_MESSAGES", 10)
+    monkeypatch.setattr(idle_lines, "_work", lambda: None)  # no worker: only the caller's part
+    monkeypatch.setattr(idle_lines, "default_counter", lambda: built.append(1))
+    msgs = list(generate_conversation(20, seed=8).messages)
+    assert idle_lines.warm_later("d/c", msgs) is True
+    assert built == [1]
+    assert idle_lines.warm_later("d/c", msgs) is False  # queued before: nothing built again
+    assert built == [1]
