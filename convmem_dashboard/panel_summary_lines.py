@@ -82,12 +82,15 @@ def _fill(dataset_key: str, conv_id: str) -> None:
         idle_lines.count_lines(messages, SLICE_LINES)
 
 
-def lines_ready(dataset_key: str, conv_id: str, messages: Sequence[Message]) -> bool:
-    """True when the summary lines of ``messages`` (the conversation ``conv_id`` of dataset
-    ``dataset_key``) are counted, or few enough are missing for this run to count them
-    (:data:`FULL_RUN_LINES`); else draws the bar, registers the fragment that counts the rest,
-    and returns False: the caller stops its script (``st.stop()``) and the fragment reruns the
-    page when the lines are counted. O(len(messages)) lookups (about 3 ms per 10^5 messages)."""
+def lines_ready(dataset_key: str, conv_id: str) -> bool:
+    """True when the summary lines of the conversation ``conv_id`` of dataset ``dataset_key`` are
+    counted, or few enough are missing for this run to count them (:data:`FULL_RUN_LINES`); else
+    draws the bar, registers the fragment that counts the rest, and returns False: the caller
+    stops its script (``st.stop()``) and the fragment reruns the page when the lines are counted.
+    The messages are cache_budget.conversation's, the ones the replay and the fill read (a
+    dataset read again, e.g. a database, gives the page new objects while that cache keeps the
+    first ones). O(n) lookups (about 3 ms per 10^5 messages)."""
+    messages = cb.conversation(dataset_key, conv_id).messages
     n = len(messages)
     if n <= FULL_RUN_LINES or n > MAX_MESSAGES or idle_lines.lines_missing(messages) <= FULL_RUN_LINES:
         return True

@@ -230,7 +230,7 @@ if clearing:
     settings = cv.with_clearing(settings, True, clr_trig, clr_keep, clr_min)
 key = dataset.key
 file_stem = re.sub(r"[^A-Za-z0-9_.-]+", "_", conv_id)[:80]
-if summaries and not panel_summary_lines.lines_ready(key, conv_id, conv.messages):
+if summaries and not panel_summary_lines.lines_ready(key, conv_id):
     st.stop()  # a bar fills in above; the page reruns when the summary lines are counted
 # Progress instead of grey placeholders: a spinner with the elapsed time while the replay runs.
 # Streamlit shows it only after 0.5 s, so a cached rerun pays nothing (st.status sleeps 0.1 s
@@ -392,7 +392,7 @@ with st.expander("Compare with a second setting (B)", expanded=False, key="cmp",
         settings_b = cv.with_clearing(
             settings_b, b_clr, settings.clear_trigger, settings.clear_keep, settings.clear_at_least
         )
-        if b_sum and not panel_summary_lines.lines_ready(key, conv_id, conv.messages):
+        if b_sum and not panel_summary_lines.lines_ready(key, conv_id):
             st.stop()  # as for A's summaries: a bar, then the page when the lines are counted
         stats_b = cb.get_stats(key, conv_id, settings_b)
         st.dataframe(comparison_table(stats, stats_b), hide_index=True, key="cmp_table")

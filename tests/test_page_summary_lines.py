@@ -131,6 +131,33 @@ def test_a_link_with_b_summaries_fills_inside_the_comparison(small_fill, monkeyp
     assert comparison_shown(at)
 
 
+def test_a_database_read_again_mid_view_does_not_fill_forever(small_fill, monkeypatch, tmp_path):
+    # "Read the database again" (or its 10-min ttl) gives the page new Conversation objects while
+    # cache_budget.conversation, which the replay and the fill read, keeps the ones it read first:
+    # the bar must look at the lines the replay will use, or it never goes away.
+    from convmem.stores import SQLStore
+    from convmem_dashboard import data
+
+    path = tmp_path / "big.sqlite"
+    SQLStore.from_conversations(f"sqlite:///{path}", [generate_conversation(3_000, seed=11)]).close()
+    at = dashboard_app()
+    at.query_params.update({"db": f"sqlite:///{path}", "sum": "true"})
+    at.run()
+    at.switch_page(PAGE)
+    ok(at.run())
+    assert bars(at) == [panel_summary_lines.fill_text(0, 3_000)]
+    fill(at, monkeypatch)
+    key, conv_id = at.session_state["data"], at.selectbox(key="conv").value
+    data.reread_database(key)
+    at.slider(key="limit").set_value(at.slider(key="limit").value + 100)
+    ok(at.run())
+    assert fill(at, monkeypatch) == []  # the replay's lines are all counted: no bar
+    settings = HistorySettings(limit=at.slider(key="limit").value, summary_budget=at.number_input(key="sb").value)
+    want = replay(cb.conversation(key, conv_id).messages, settings).stats
+    assert metrics(at)["Compactions"] == f"{want.compactions:,}"
+    assert metrics(at)["Messages dropped"] == f"{want.messages_dropped:,}"
+
+
 def test_a_conversation_over_the_cache_s_room_is_left_to_its_replay(small_fill, monkeypatch):
     monkeypatch.setattr(panel_summary_lines, "MAX_MESSAGES", N - 1)
     at = open_page({"sum": "true"})
