@@ -15,7 +15,8 @@ counts them in idle time while summaries are off; when summaries are turned on b
   :data:`FILL_EVERY` seconds counts :data:`SLICE_LINES` more per follow-up run; the follow-up run
   that finds at most FULL_RUN_LINES missing reruns the whole page (``st.rerun()``) before anything
   else, which replays with the lines counted and registers no fragment, so the frontend's timer
-  stops. Every run of the fill is one bounded slice; the replay gets its own run.
+  stops. Every run of the fill is one bounded slice; the replay gets its own run. A slice that
+  raises reruns the page, which leaves that conversation's lines to its replay (no bar, no timer).
 
 The lines go into convmem's process-wide line cache (bounded by its cap), so the fill happens once
 per conversation per server process, for every session and every setting.
@@ -51,6 +52,9 @@ BAR_LABEL = "Counting summary lines"
 #: Set by a full run just before it calls the fragment: the fragment's call inside that run
 #: draws the bar only; its later calls (follow-up runs) count a slice.
 _FULL_RUN = "_summary_lines_full_run"
+#: (dataset key, conversation id) whose slice raised: its lines are left to the replay, whose run
+#: counts them (or shows the error) once, with no bar and no timer.
+_FAILED = "_summary_lines_failed"
 
 
 def fill_text(counted: int, total: int) -> str:
@@ -79,7 +83,11 @@ def _fill(dataset_key: str, conv_id: str) -> None:
     if follow_up:
         # The next tick reruns the page when this slice was the last: the replay's run stays apart
         # from the slice's (each its own script run, each timed alone).
-        idle_lines.count_lines(messages, SLICE_LINES)
+        try:
+            idle_lines.count_lines(messages, SLICE_LINES)
+        except Exception:  # noqa: BLE001 - else the timer reruns the failing slice forever
+            st.session_state[_FAILED] = (dataset_key, conv_id)
+            st.rerun()  # the page's replay counts the lines itself (and shows what fails, once)
 
 
 def lines_ready(dataset_key: str, conv_id: str) -> bool:
@@ -92,6 +100,8 @@ def lines_ready(dataset_key: str, conv_id: str) -> bool:
     first ones). O(n) lookups (about 3 ms per 10^5 messages)."""
     messages = cb.conversation(dataset_key, conv_id).messages
     n = len(messages)
+    if st.session_state.get(_FAILED) == (dataset_key, conv_id):
+        return True
     if n <= FULL_RUN_LINES or n > MAX_MESSAGES or idle_lines.lines_missing(messages) <= FULL_RUN_LINES:
         return True
     st.session_state[_FULL_RUN] = True

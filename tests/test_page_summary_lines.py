@@ -158,6 +158,22 @@ def test_a_database_read_again_mid_view_does_not_fill_forever(small_fill, monkey
     assert metrics(at)["Messages dropped"] == f"{want.messages_dropped:,}"
 
 
+def test_a_slice_that_raises_stops_the_fill_and_leaves_the_lines_to_the_replay(small_fill, monkeypatch):
+    # else the fragment's timer reruns the failing slice every FILL_EVERY seconds, forever
+    at = open_page({"sum": "true"})
+    assert bars(at) == [panel_summary_lines.fill_text(0, N)]
+
+    def fails(messages, most, **kwargs):
+        raise RuntimeError("the counter broke")
+
+    monkeypatch.setattr(idle_lines, "count_lines", fails)
+    ok(follow_up_run(at, monkeypatch))  # the failing slice reruns the page, which replays
+    assert not bars(at) and not at._fragment_storage._fragments
+    conv = cb.conversation(DATA, at.selectbox(key="conv").value)
+    settings = HistorySettings(limit=at.slider(key="limit").value, summary_budget=at.number_input(key="sb").value)
+    assert metrics(at)["Compactions"] == f"{replay(conv.messages, settings).stats.compactions:,}"
+
+
 def test_a_conversation_over_the_cache_s_room_is_left_to_its_replay(small_fill, monkeypatch):
     monkeypatch.setattr(panel_summary_lines, "MAX_MESSAGES", N - 1)
     at = open_page({"sum": "true"})
