@@ -16,7 +16,9 @@ counts them in idle time while summaries are off; when summaries are turned on b
   that finds at most FULL_RUN_LINES missing reruns the whole page (``st.rerun()``) before anything
   else, which replays with the lines counted and registers no fragment, so the frontend's timer
   stops. Every run of the fill is one bounded slice; the replay gets its own run. A slice that
-  raises reruns the page, which leaves that conversation's lines to its replay (no bar, no timer).
+  raises, or a follow-up run that finds lines lost (the cache emptied at its cap, which fills of
+  other sessions sharing it may do on every slice), reruns the page, which leaves that
+  conversation's lines to its replay (no bar, no timer): every fill ends.
 
 The lines go into convmem's process-wide line cache (bounded by its cap), so the fill happens once
 per conversation per server process, for every session and every setting.
@@ -52,9 +54,14 @@ BAR_LABEL = "Counting summary lines"
 #: Set by a full run just before it calls the fragment: the fragment's call inside that run
 #: draws the bar only; its later calls (follow-up runs) count a slice.
 _FULL_RUN = "_summary_lines_full_run"
-#: (dataset key, conversation id) whose slice raised: its lines are left to the replay, whose run
-#: counts them (or shows the error) once, with no bar and no timer.
-_FAILED = "_summary_lines_failed"
+#: (dataset key, conversation id) whose fill stopped (a slice raised, or lines it counted were
+#: lost): its lines are left to the replay, whose run counts them (or shows the error) once, with
+#: no bar and no timer.
+_TO_REPLAY = "_summary_lines_to_replay"
+#: (dataset key, conversation id, lines missing after the last slice): a follow-up run that finds
+#: more missing saw the line cache emptied at its cap (another session's fill, the idle worker),
+#: which may happen on every slice when fills share the cache, so the fill stops: every fill ends.
+_EXPECTED = "_summary_lines_expected"
 
 
 def fill_text(counted: int, total: int) -> str:
@@ -79,15 +86,25 @@ def _fill(dataset_key: str, conv_id: str) -> None:
     missing = idle_lines.lines_missing(messages)
     if follow_up and missing <= FULL_RUN_LINES:
         st.rerun()  # counted meanwhile (by the idle worker or another session)
+    expected = st.session_state.pop(_EXPECTED, None)
+    if follow_up and expected is not None and expected[:2] == (dataset_key, conv_id) and missing > expected[2]:
+        _to_replay(dataset_key, conv_id)  # lines counted here were lost at the cache's cap
     _bar(messages, missing)
     if follow_up:
         # The next tick reruns the page when this slice was the last: the replay's run stays apart
         # from the slice's (each its own script run, each timed alone).
         try:
-            idle_lines.count_lines(messages, SLICE_LINES)
+            counted = idle_lines.count_lines(messages, SLICE_LINES)
         except Exception:  # noqa: BLE001 - else the timer reruns the failing slice forever
-            st.session_state[_FAILED] = (dataset_key, conv_id)
-            st.rerun()  # the page's replay counts the lines itself (and shows what fails, once)
+            _to_replay(dataset_key, conv_id)
+        st.session_state[_EXPECTED] = (dataset_key, conv_id, missing - counted)
+
+
+def _to_replay(dataset_key: str, conv_id: str) -> None:
+    """Stop the fill: rerun the page, whose replay counts the conversation's lines itself (and
+    shows what fails, once)."""
+    st.session_state[_TO_REPLAY] = (dataset_key, conv_id)
+    st.rerun()
 
 
 def lines_ready(dataset_key: str, conv_id: str) -> bool:
@@ -100,7 +117,7 @@ def lines_ready(dataset_key: str, conv_id: str) -> bool:
     first ones). O(n) lookups (about 3 ms per 10^5 messages)."""
     messages = cb.conversation(dataset_key, conv_id).messages
     n = len(messages)
-    if st.session_state.get(_FAILED) == (dataset_key, conv_id):
+    if st.session_state.get(_TO_REPLAY) == (dataset_key, conv_id):
         return True
     if n <= FULL_RUN_LINES or n > MAX_MESSAGES or idle_lines.lines_missing(messages) <= FULL_RUN_LINES:
         return True

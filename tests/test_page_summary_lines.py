@@ -174,6 +174,26 @@ def test_a_slice_that_raises_stops_the_fill_and_leaves_the_lines_to_the_replay(s
     assert metrics(at)["Compactions"] == f"{replay(conv.messages, settings).stats.compactions:,}"
 
 
+def test_a_fill_whose_lines_another_fill_evicts_gives_way_to_the_replay(small_fill, monkeypatch):
+    # Two sessions fill two conversations of the cache's half each: every slice of one takes the
+    # line cache to its cap, which empties it under the other; neither fill would ever end.
+    monkeypatch.setattr(summarizers, "LINE_CACHE_SIZE", 2 * N)
+    monkeypatch.setattr(panel_summary_lines, "MAX_MESSAGES", N)
+    monkeypatch.setattr(panel_summary_lines, "FULL_RUN_LINES", 500)  # each fill's last slice takes it to the cap
+    other = list(generate_conversation(N, seed=9).messages)  # the other session's conversation
+    at = open_page({"sum": "true"})
+    conv = cb.conversation(DATA, at.selectbox(key="conv").value)
+    for _ in range(20):
+        if not bars(at):
+            break
+        ok(follow_up_run(at, monkeypatch))
+        if idle_lines.lines_missing(other) > panel_summary_lines.FULL_RUN_LINES:
+            idle_lines.count_lines(other, panel_summary_lines.SLICE_LINES)  # the other session's slice
+    assert not bars(at) and not at._fragment_storage._fragments
+    settings = HistorySettings(limit=at.slider(key="limit").value, summary_budget=at.number_input(key="sb").value)
+    assert metrics(at)["Compactions"] == f"{replay(conv.messages, settings).stats.compactions:,}"
+
+
 def test_a_conversation_over_the_cache_s_room_is_left_to_its_replay(small_fill, monkeypatch):
     monkeypatch.setattr(panel_summary_lines, "MAX_MESSAGES", N - 1)
     at = open_page({"sum": "true"})
