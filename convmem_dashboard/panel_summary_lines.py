@@ -115,10 +115,10 @@ def lines_ready(dataset_key: str, conv_id: str) -> bool:
     The messages are cache_budget.conversation's, the ones the replay and the fill read (a
     dataset read again, e.g. a database, gives the page new objects while that cache keeps the
     first ones). O(n) lookups (about 3 ms per 10^5 messages)."""
-    messages = cb.conversation(dataset_key, conv_id).messages
-    n = len(messages)
     if st.session_state.get(_TO_REPLAY) == (dataset_key, conv_id):
         return True
+    messages = cb.conversation(dataset_key, conv_id).messages
+    n = len(messages)
     if n <= FULL_RUN_LINES or n > MAX_MESSAGES or idle_lines.lines_missing(messages) <= FULL_RUN_LINES:
         return True
     st.session_state[_FULL_RUN] = True
