@@ -44,7 +44,7 @@ FULL_RUN_LINES = 10_000
 #: messages, emptied whole at its cap) could not hold their lines with room to spare, and a fill
 #: that a clear sets back must still end.
 MAX_MESSAGES = LINE_CACHE_SIZE // 2
-#: Lines counted per follow-up run, at least (whole batches of idle_lines.BATCH: 10 of them, about
+#: Lines counted per follow-up run, at least (whole batches of idle_lines.BATCH: 20 of them, about
 #: 0.15-0.25 s).
 SLICE_LINES = 20_480
 #: Seconds between follow-up runs while lines are counted (the frontend's timer).
