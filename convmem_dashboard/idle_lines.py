@@ -10,9 +10,9 @@ its lines in batches of :data:`BATCH` messages, each batch only while no script 
 interpreter with more than one batch (1,024 messages: about 8-12 ms on an idle machine, up to
 about 45 ms under a load of 6). The first conversation queued also loads the default counter's
 rank file in that run (about 0.2 s, once per process), which the worker would otherwise load in the
-toggle's own run when the toggle comes before any idle time. A conversation is queued once (by key; the
-:data:`REMEMBERED` newest keys are remembered), and only from :data:`MIN_MESSAGES` messages, where
-the first toggle would otherwise wait for its lines noticeably.
+toggle's own run when the toggle comes before any idle time. A conversation is queued once (by
+key; the :data:`REMEMBERED` newest keys are remembered), and only from :data:`MIN_MESSAGES`
+messages, where the first toggle would otherwise wait for its lines noticeably.
 
 Memory: the lines go into convmem's process-wide line cache, which the first summaries replay
 fills anyway and which is bounded by its own cap; the queue holds a conversation only until its
