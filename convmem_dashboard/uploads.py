@@ -95,13 +95,6 @@ def _decoded_bytes(value: Any) -> int:
             children: Any = obj.values()
         elif kind is list or kind is tuple:
             total += obj.__sizeof__() + _GC_HEAD + _PER_OBJECT
-            if _LEAF_TYPES.isdisjoint(map(type, obj)):  # containers only (records): C speed
-                if not seen.issuperset(map(id, obj)):  # all counted already: an envelope's
-                    stack.extend(obj)  # messages are the records
-                continue
-            if _JUST_STR.issuperset(map(type, obj)):  # str only (provider roles): C speed
-                total += _str_items_bytes(obj, shared)
-                continue
             children = obj
         else:
             total += _other_bytes(obj, push)
@@ -132,25 +125,6 @@ def _decoded_bytes(value: Any) -> int:
                 total += child.__sizeof__() + _PER_OBJECT
             else:
                 push(child)  # a container: counted when popped, once by id
-    return total
-
-
-#: The types the walk sizes as leaves (None and bool: CPython's singletons, not counted).
-_LEAF_TYPES = frozenset((str, int, float, bool, type(None)))
-
-
-def _str_items_bytes(items: Sequence[str], shared: set[int]) -> int:
-    """Bytes of ``items``, all exact str: once per reference at C speed, '' and one-character
-    str (CPython's shared singletons) once by id, as the walk counts them. O(len(items))."""
-    total = sum(map(str.__sizeof__, items)) + _PER_OBJECT * len(items)
-    if min(map(len, items), default=2) > 1:
-        return total
-    for text in items:
-        if len(text) < 2:  # counted above once per reference: once by id instead
-            total -= text.__sizeof__() + _PER_OBJECT
-            if id(text) not in shared:
-                shared.add(id(text))
-                total += text.__sizeof__() + _PER_OBJECT
     return total
 
 

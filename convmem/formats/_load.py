@@ -251,8 +251,9 @@ def _promote_young() -> None:
 
     Called at the end of a load, the collector paused: the objects the load made (decoded
     records, messages, tool calls) are all in the youngest generation, and the first collection
-    after the pause would traverse every one of them (measured: about a fifth of Home's upload
-    rerun at 10^5 messages), only to find them all alive. In the oldest generation they are
+    after the pause would traverse every one of them (~0.1 s of CPU in Home's upload rerun at
+    10^5 messages; docs/performance.md), only to find them all alive, and the next middle one
+    again. In the oldest generation they are
     examined by full collections only, as any long-lived data is. A cycle that was young then
     (made by another thread) is collected at the next full collection instead of sooner.
     ``gc.freeze()`` then ``gc.unfreeze()`` does the move (two list splices, O(1)); skipped when
@@ -276,6 +277,10 @@ def parse_conversations(
     max_bytes: int = DEFAULT_MAX_BYTES,
 ) -> LoadResult:
     """Parse a conversation file's bytes (e.g. from ``st.file_uploader``) or text.
+
+    The cyclic garbage collector (when enabled) is paused for the load, and at its end every
+    object it tracks goes to its oldest generation, unexamined (the load's objects all stay
+    alive; a young collection would only traverse them): process-wide, as ``gc`` is.
 
     Args:
         data: UTF-8 bytes (a BOM is allowed) or text.
