@@ -252,13 +252,12 @@ def _promote_young() -> None:
     Called at the end of a load, the collector paused: the objects the load made (decoded
     records, messages, tool calls) are all in the youngest generation, and the first collection
     after the pause would traverse every one of them (~0.1 s of CPU in Home's upload rerun at
-    10^5 messages; docs/performance.md), only to find them all alive, and the next middle one
-    again. In the oldest generation they are
-    examined by full collections only, as any long-lived data is. A cycle that was young then
-    (made by another thread) is collected at the next full collection instead of sooner.
-    ``gc.freeze()`` then ``gc.unfreeze()`` does the move (two list splices, O(1)); skipped when
-    something else in the process keeps objects frozen (a pre-fork server), which unfreeze
-    would undo.
+    10^5 messages; docs/performance.md) only to find them all alive, and the next middle one
+    again. In the oldest generation they are examined by full collections only, as any
+    long-lived data is. A cycle that was young then (made by any thread) is collected at the
+    next full collection instead of sooner. ``gc.freeze()`` then ``gc.unfreeze()`` does the move
+    (two list splices, O(1)); skipped when something in the process keeps objects frozen (a
+    pre-fork server), which unfreeze would release. O(1).
     """
     if gc.get_freeze_count() == 0:
         gc.freeze()
