@@ -11,6 +11,8 @@ import gc
 import tracemalloc
 
 import convmem
+from convmem import to_openai_jsonl
+from convmem.synthetic import generate_conversation
 
 MIB = 1024 * 1024
 #: Stated bound on tracemalloc's peak while counting one 8 MiB message (the text itself is
@@ -39,3 +41,47 @@ def test_counting_one_8_mib_single_line_message_has_a_bounded_peak():
     # boundary splits pre-tokens exactly as inside a block: the count is k blocks' counts.
     assert n == overhead + k * per_block
     assert peak < PEAK_BOUND, f"peak {peak:,} bytes over the stated {PEAK_BOUND:,}"
+
+
+def _generation_of(obj) -> int | None:
+    """The cyclic collector's generation holding ``obj`` (0 youngest, 2 oldest), or None."""
+    for generation in (0, 1, 2):
+        if any(o is obj for o in gc.get_objects(generation)):
+            return generation
+    return None
+
+
+def _load_a_tool_call_file():
+    text = to_openai_jsonl([generate_conversation(200, seed=5)])
+    return convmem.parse_conversations(text, counter=None)
+
+
+def test_a_load_leaves_what_it_made_in_the_oldest_generation():
+    """The load pauses the collector, then moves what it made to the oldest generation
+    (convmem.formats._load._promote_young): the first collection after it does not traverse
+    every message again. A frozen set someone else keeps stays frozen; a paused collector stays
+    paused."""
+    assert gc.isenabled() and gc.get_freeze_count() == 0
+    (conv,) = _load_a_tool_call_file()
+    assert gc.isenabled()
+    message, call = conv.messages[-1], conv.tool_calls[-1]
+    assert _generation_of(message) == 2 and _generation_of(call) == 2
+    assert gc.get_freeze_count() == 0  # nothing left frozen
+
+    kept = [object()]  # someone else's frozen objects (a pre-fork server)
+    gc.freeze()
+    try:
+        assert _generation_of(kept) is None  # frozen: in no generation
+        (conv,) = _load_a_tool_call_file()
+        assert _generation_of(kept) is None  # not unfrozen by the load
+        assert _generation_of(conv.messages[-1]) in (0, 1)  # and no move then
+    finally:
+        gc.unfreeze()
+
+    gc.disable()
+    try:
+        (conv,) = _load_a_tool_call_file()
+        assert not gc.isenabled()
+        assert _generation_of(conv.messages[-1]) in (0, 1)
+    finally:
+        gc.enable()
