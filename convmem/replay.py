@@ -26,6 +26,7 @@ from itertools import accumulate, chain, islice, repeat
 from operator import attrgetter, itemgetter, methodcaller, sub
 from typing import overload
 
+from ._gc import promote_young
 from .history import (
     OVER_LIMIT,
     PIN_MOVED,
@@ -532,10 +533,17 @@ def replay(
     gc_was_enabled = gc.isenabled()
     gc.disable()  # bulk allocation of acyclic records: the cyclic GC's scans only cost time here
     try:
-        return _replay(messages, settings, count_tokens, tool_names, thinking)
-    finally:
+        out = _replay(messages, settings, count_tokens, tool_names, thinking)
+    except BaseException:
         if gc_was_enabled:
-            gc.enable()
+            gc.enable()  # a History left mid-add may hold a cycle: the young collections find it
+        raise
+    if gc_was_enabled:
+        # What the replay made skips the young collections: it is alive (the Replay) and makes
+        # no cycle (tests/test_replay_gc.py), so walking it there would only cost time.
+        promote_young()
+        gc.enable()
+    return out
 
 
 def _replay(
@@ -605,6 +613,7 @@ def _replay(
             totals[step] = h._total
             kept[step] = h._kept_count + (h._summary is not None)
             step += 1
+        history._sink = None  # the sink closes over the History: no cycle outlives the replay
 
     prefix = [False] * n
     dropped_at: list[int | None] = [None] * n

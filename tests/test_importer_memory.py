@@ -58,7 +58,7 @@ def _load_a_tool_call_file():
 
 def test_a_load_leaves_what_it_made_in_the_oldest_generation():
     """The load pauses the collector, then moves what it made to the oldest generation
-    (convmem.formats._load._promote_young): the first collection after it does not traverse
+    (convmem._gc.promote_young): the first collection after it does not traverse
     every message again. A frozen set someone else keeps stays frozen; a paused collector stays
     paused."""
     assert gc.isenabled() and gc.get_freeze_count() == 0

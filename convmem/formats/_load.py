@@ -10,6 +10,7 @@ from collections.abc import Callable, Iterable, Sequence
 from pathlib import Path
 from typing import IO, Any
 
+from .._gc import promote_young
 from ..conversations import DEFAULT_MAX_BYTES, Conversation, LoadResult
 from ..errors import FormatError
 from . import ALIASES, DETECT_ORDER, FORMATS, RECORD_KEYS
@@ -246,24 +247,6 @@ def _compile_path(messages_path: Any) -> Any:
                          f"{exc}") from None
 
 
-def _promote_young() -> None:
-    """Move every object the cyclic collector tracks into its oldest generation, unexamined.
-
-    Called at the end of a load, the collector paused: the objects the load made (decoded
-    records, messages, tool calls) are all in the youngest generation, and the first collection
-    after the pause would traverse every one of them (~0.1 s of CPU in Home's upload rerun at
-    10^5 messages; docs/performance.md) only to find them all alive, and the next middle one
-    again. In the oldest generation they are examined by full collections only, as any
-    long-lived data is. A cycle that was young then (made by any thread) is collected at the
-    next full collection instead of sooner. ``gc.freeze()`` then ``gc.unfreeze()`` does the move
-    (two list splices, O(1)); skipped when something in the process keeps objects frozen (a
-    pre-fork server), which unfreeze would release. O(1).
-    """
-    if gc.get_freeze_count() == 0:
-        gc.freeze()
-        gc.unfreeze()
-
-
 def parse_conversations(
     data: bytes | str,
     *,
@@ -332,7 +315,7 @@ def parse_conversations(
     # A load allocates millions of acyclic objects (decoded JSON, messages) that all stay alive:
     # the cyclic collector would walk them again and again (measured: a third of the load time,
     # benchmarks/bench_parse.py). Nothing here makes cycles, so it is paused for the load, and
-    # what it made goes to the oldest generation (_promote_young).
+    # what it made goes to the oldest generation (convmem._gc.promote_young).
     paused = gc.isenabled()
     if paused:
         gc.disable()
@@ -340,7 +323,7 @@ def parse_conversations(
         _parse_text(ctx, text, fmt, force_jsonl, path)
     finally:
         if paused:
-            _promote_young()
+            promote_young()
             gc.enable()
     if not ctx.conversations and ctx.first is not None:
         raise ctx.first
