@@ -1498,6 +1498,9 @@ def _walk_clearing(messages: Sequence[Message], h: History) -> tuple[_PolicyWalk
     goal = h._goal
     clear = h._clear
     clear_trigger = clear.trigger if clear is not None else 0
+    # The least gain at which _clear_pass clears anything (more than 0 and at least
+    # clear_at_least): below it the call returns 0 and changes nothing, so it is not made.
+    clear_gain = max(clear.clear_at_least, 1) if clear is not None else 1
     register_tool = h._register_tool
     forget_tool = h._forget_tool
     clear_pass = h._clear_pass
@@ -1594,7 +1597,7 @@ def _walk_clearing(messages: Sequence[Message], h: History) -> tuple[_PolicyWalk
         if clear is not None:
             if role == "tool":
                 register_tool(item)
-            if total > clear_trigger and h._gain > 0:
+            if total > clear_trigger and h._gain >= clear_gain:
                 h._total = total
                 clear_pass(step, m.id)
                 total = h._total
