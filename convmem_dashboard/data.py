@@ -55,6 +55,8 @@ __all__ = [
     "SYNTHETIC_SIZES",
     "MAX_UPLOAD_BYTES",
     "ROOT",
+    "SAMPLE_FILE",
+    "SAMPLE_SQLITE",
     "dataset_picker",
     "current_dataset",
     "get_dataset",

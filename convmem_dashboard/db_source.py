@@ -32,6 +32,7 @@ import re
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
+from urllib.parse import quote
 
 # SQLAlchemy (~0.5 s to import) is imported by the functions that open a database, not here:
 # every page imports this module through data.py, and most views never open one (issue 10 item 3,
@@ -147,15 +148,20 @@ def _hidden(url: URL) -> str:
 
 
 def _scrub(text: str, url: URL | None) -> str:
-    """``text`` with the URL's password and secret query values (if any) replaced by ``***``."""
+    """``text`` with the URL's password and secret query values (if any) replaced by ``***``,
+    as typed and percent-encoded, wherever one stands alone: not inside a longer run of letters
+    and digits. Replacing every occurrence garbled the message of a short password (password
+    "p": "***ort 1 failed"; a new user), and a secret that only appears inside another word is
+    not that secret."""
     if url is None:
         return text
     secrets = [url.password] if url.password else []
     for key in _SECRET_QUERY_KEYS:
         value = url.query.get(key)
         secrets += [value] if isinstance(value, str) else list(value or ())
-    for secret in sorted((str(x) for x in secrets if x), key=len, reverse=True):
-        text = text.replace(secret, "***")
+    forms = {form for x in secrets if x for form in (str(x), quote(str(x), safe=""))}
+    for secret in sorted(forms, key=len, reverse=True):
+        text = re.sub(rf"(?<![^\W_]){re.escape(secret)}(?![^\W_])", "***", text)
     return text
 
 

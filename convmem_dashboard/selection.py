@@ -29,7 +29,7 @@ from .choices import (
     resolve_selection,
     shopper_label,
 )
-from .data import Dataset, get_dataset
+from .data import Dataset, get_dataset, md_escape
 from .tables_eviction import shopper_key, shopper_options
 
 __all__ = ["Choices", "choices_of", "conversation_picker", "selected_conversation", "shopper_picker"]
@@ -127,9 +127,16 @@ def conversation_picker(dataset: Dataset, where=None, label: str = "Conversation
     rendered then). The same choice is shown on every page until the user picks another one.
     """
     ch = choices_of(dataset.key)
+    url = _url_value(CONV_KEY)
+    new_link = url is not None and url != _state(_URL_SEEN).get(CONV_KEY)
     conv = selected_conversation(dataset)
     if conv is None:
         return None
+    if new_link and url not in ch.ids:  # said once, when the link is opened (a new user saw nothing)
+        (where or st).warning(
+            f"The link's conversation {md_escape(repr(url))} is not in this dataset: showing "
+            f"{md_escape(repr(conv))} instead.", icon=":material/link:",
+        )
     _selectbox(
         where or st, label, CONV_KEY, ch.ids, conv, ch.labels,
         "Shopper · first user message · messages · tokens · id. Type to search. The choice is "

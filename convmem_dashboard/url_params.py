@@ -54,6 +54,7 @@ from typing import Any
 from convmem.limits import MAX_TOKENS
 
 __all__ = [
+    "out_of_range_note",
     "COUNT_MAX",
     "Fix",
     "MAX_TEXT",
@@ -311,6 +312,28 @@ def sanitize(
         if value is not None:
             clean[key] = [value]
     return clean, fixes
+
+
+def out_of_range_note(key: str, raw: str | None, lo: int, hi: int, unit: str) -> str | None:
+    """The warning for a link whose ``key`` is a whole number outside this view's range
+    ``lo..hi`` (a range that depends on the data, which :func:`sanitize` cannot know, so
+    Streamlit drops the value silently and the widget shows its default). None when ``raw`` is
+    absent, not a whole number (the sanitizer reports that) or in range. Plain text (no Markdown).
+
+    >>> print(out_of_range_note("limit", "99999999", 100, 1_220, "tokens"))
+    The link's limit=99999999 is outside this conversation's range (100 to 1,220 tokens): the default is shown.
+    >>> out_of_range_note("limit", "500", 100, 1_220, "tokens") is None
+    True
+    """
+    if raw is None or not raw.strip().lstrip("-").isdigit():
+        return None
+    value = int(raw)
+    if lo <= value <= hi:
+        return None
+    return (
+        f"The link's {key}={raw.strip()} is outside this conversation's range ({lo:,} to {hi:,} {unit}): "
+        "the default is shown."
+    )
 
 
 def fix_message(fixes: Sequence[Fix]) -> str:

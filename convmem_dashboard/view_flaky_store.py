@@ -58,6 +58,7 @@ __all__ = [
     "default_conversation",
     "failure_note",
     "outcome",
+    "messages_source",
     "reproduce_code",
     "run",
     "run_metrics",
@@ -367,22 +368,57 @@ def outcome(run: FlakyRun, state: Mapping[str, Any], stepping: bool) -> Outcome:
     return Outcome("success", f"Stop reason: {run.stop_reason}", detail)
 
 
-def reproduce_code(settings: FlakySettings) -> str:
-    """Python that reproduces the run (shown in an expander)."""
+def messages_source(dataset_key: str, conversation_id: str, sample_file: str, sample_sqlite: str) -> str:
+    """Python that defines ``messages`` (the conversation's, as the page loads it) for
+    :func:`reproduce_code`: the bundled sample file or database by their paths relative to the
+    project root, a synthetic conversation by its generator, anything else (an upload, a database
+    of yours, the retail file) from a file you name."""
+    cid = repr(conversation_id)
+    if dataset_key == "sample":
+        return f"messages = next(c for c in load_conversations({sample_file!r}) if c.id == {cid}).messages"
+    if dataset_key == "sample-db":
+        return (
+            f'with SQLStore("sqlite:///{sample_sqlite}") as db:\n'
+            f"    messages = load_history(db.pager({cid}))"
+        )
+    if dataset_key.startswith("synthetic-") and dataset_key.removeprefix("synthetic-").isdigit():
+        return f"messages = generate_conversation({int(dataset_key.removeprefix('synthetic-'))}, seed=7).messages"
+    return (
+        f"# the conversation's messages, e.g. from the file you loaded:\n"
+        f'messages = next(c for c in load_conversations("your-file.jsonl") if c.id == {cid}).messages'
+    )
+
+
+#: The imports every reproduced run needs (convmem's public names only).
+_REPRODUCE_IMPORTS = (
+    "from convmem import load_conversations, load_history\n"
+    "from convmem.stores import SQLStore\n"
+    "from convmem.synthetic import generate_conversation\n"
+    "from convmem.testing import FaultConfig, FlakyStore, PagedStore, VirtualClock\n"
+)
+
+
+def reproduce_code(settings: FlakySettings, conversation_id: str, source: str) -> str:
+    """Python that reproduces the run (shown in an expander), whole: imports, ``source`` (the
+    line that defines ``messages``: :func:`messages_source`), the store, the faults and the load.
+    Run from the project root, it loads the same messages with the same calls (SQLite store mode:
+    the arrivals are described, not scripted)."""
     load = settings.load()
     tail = (
-        f"messages = load_history(store, attempts={load.attempts}, base_delay={load.base_delay}, "
-        f"max_delay={load.max_delay}, deadline={load.deadline}, "
-        f"empty_page_ends={load.empty_page_ends},\n"
-        f"                        sleep=clock.sleep, clock=clock, random=store.rng_for_jitter())"
+        f"loaded = load_history(\n"
+        f"    store, attempts={load.attempts}, base_delay={load.base_delay}, max_delay={load.max_delay},\n"
+        f"    deadline={load.deadline}, empty_page_ends={load.empty_page_ends},\n"
+        f"    sleep=clock.sleep, clock=clock, random=store.rng_for_jitter(),\n"
+        f")"
     )
+    head = f"{_REPRODUCE_IMPORTS}\nconversation_id = {conversation_id!r}\n{source}\nclock = VirtualClock()\n"
     if settings.sql:
         a = settings.arrival()
         hw = "high_water=sql.high_water_mark(conversation_id)" if a.high_water else "high_water=None"
         return (
-            f"clock = VirtualClock()\n"
+            f"{head}"
             f'sql = SQLStore("sqlite://", page_size={settings.page_size})\n'
-            f"sql.append(conversation_id, messages)\n"
+            f"sql.append(conversation_id, messages[:{sql_message_cap(settings.page_size)}])  # the page's cap\n"
             f"pager = sql.pager(conversation_id, {hw})\n"
             f"# arrivals: {a.count} message(s) appended with sql.append(...) right after page "
             f"{a.after_page} is served\n"
@@ -391,8 +427,7 @@ def reproduce_code(settings: FlakySettings) -> str:
             f"follow_up = load_history(sql.pager(conversation_id, after=pager.position))"
         )
     return (
-        f"clock = VirtualClock()\n"
-        f"store = FlakyStore(PagedStore(messages, {settings.page_size}), {settings.faults()!r}, "
-        f"clock=clock)\n{tail}"
+        f"{head}"
+        f"store = FlakyStore(\n    PagedStore(messages, {settings.page_size}),\n"
+        f"    {settings.faults()!r},\n    clock=clock,\n)\n{tail}"
     )
-

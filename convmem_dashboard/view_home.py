@@ -82,11 +82,15 @@ def dataset_metrics(conversations: Sequence[Conversation]) -> tuple[Metric, ...]
 def conversation_metrics(conv: Conversation) -> tuple[Metric, ...]:
     """The selected conversation at a glance: messages, tokens, tool calls, distinct listing ids
     (every 10-digit id). O(text) on first read of the listing ids. (The shopper is in
-    :func:`conversation_caption`: a long user id would be cut off in a metric.)"""
+    :func:`conversation_caption`: a long user id would be cut off in a metric.)
+
+    Tool calls are counted from the messages' call ids (as the command line does): a database
+    store keeps those, not the calls' names and arguments (``Conversation.tool_calls`` is empty
+    for a conversation read from SQL; a new user saw 0 beside 5 tool results)."""
     return (
         Metric("Messages in it", f"{len(conv.messages):,}"),
         Metric("Tokens in it", f"{conv.total_tokens:,}"),
-        Metric("Tool calls", f"{len(conv.tool_calls):,}"),
+        Metric("Tool calls", f"{sum(len(m.tool_call_ids) for m in conv.messages):,}"),
         Metric("Listing ids", f"{len(conv.distinct_listing_ids):,}",
                help="Distinct 10-digit ids mentioned (convmem's default definition)."),
     )

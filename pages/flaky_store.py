@@ -14,7 +14,7 @@ from convmem_dashboard.entry import require_entry
 require_entry()  # first: a link opened on a fresh server reruns through dashboard.py before the
 # imports below load pandas and plotly (issue 10 item 3; convmem_dashboard/entry.py)
 
-from convmem_dashboard.data import current_dataset, get_dataset
+from convmem_dashboard.data import ROOT, SAMPLE_FILE, SAMPLE_SQLITE, current_dataset, get_dataset
 from convmem_dashboard.figures_store import call_timeline, timeline_extent
 from convmem_dashboard.tables_store import (
     FlakyRun,
@@ -37,6 +37,7 @@ from convmem_dashboard.view_flaky_store import (
     arrival_metrics,
     default_conversation,
     failure_note,
+    messages_source,
     outcome,
     reproduce_code,
     run_metrics,
@@ -316,4 +317,8 @@ if len(errors):
     st.dataframe(errors, hide_index=True, **error_table_view(len(errors)))
 
 with st.expander("Reproduce this run in Python"):
-    st.code(reproduce_code(settings), language="python")
+    source = messages_source(
+        dataset.key, conv_id, SAMPLE_FILE.relative_to(ROOT).as_posix(), SAMPLE_SQLITE.relative_to(ROOT).as_posix()
+    )
+    st.code(reproduce_code(settings, conv_id, source), language="python", wrap_lines=True)
+    st.caption("Run it from the project root: it makes the same calls and loads the same messages.")

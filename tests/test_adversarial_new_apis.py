@@ -221,6 +221,17 @@ def test_a_password_in_the_query_string_is_hidden_like_the_password():
         'FATAL: password "***" / key *** rejected')
 
 
+@pytest.mark.parametrize(("url", "error", "shown"), [
+    # a one-letter password: every "p" of the message was masked ("***ort 1 failed")
+    ("postgresql://u:p@127.0.0.1:1/db", 'connection to server at "127.0.0.1", port 1 failed: p@127',
+     'connection to server at "127.0.0.1", port 1 failed: ***@127'),
+    ("postgresql://u:p%40ss@h/db", "auth p@ss and p%40ss failed for u:p@ss@h", "auth *** and *** failed for u:***@h"),
+    ("postgresql://u@h/db?password=s3", "bad s3; s3cret stays; x_s3 goes", "bad ***; s3cret stays; x_*** goes"),
+])
+def test_a_secret_is_scrubbed_where_it_stands_alone_not_inside_other_words(url, error, shown):
+    assert _scrub(error, parse_database_url(url).url) == shown
+
+
 # -- replay / safe limit / cost sweep: an iterator of messages is named, not len()'d ------------
 
 from convmem import smallest_safe_limit  # noqa: E402

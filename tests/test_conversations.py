@@ -505,6 +505,8 @@ def test_csv_errors(data, line, field, text):
         (b"", "empty file"),
         (b"\xef\xbb\xbf", "empty file"),
         ("hello world\n", "unknown format"),
+        # every JSON / JSONL format is named, the coding-agent sessions too (a new user missed them)
+        ("hello world\n", "gemini, tau-bench, claude-code, codex-cli) or CSV with header id,role,tokens"),
         ("42", "unknown format"),
         ("[]", "empty list"),
         ('{"foo": 1}', "unknown format: expected one of openai-chat, "),

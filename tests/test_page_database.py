@@ -281,3 +281,19 @@ def test_postgresql_missing_tables_is_a_readable_message(postgres_url):  # noqa:
         with admin.connect() as conn:
             conn.execute(sa.text(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)'))
         admin.dispose()
+
+
+def test_home_counts_the_same_tool_calls_for_a_conversation_from_the_database_as_from_the_file():
+    """A database store keeps each message's call ids, not the calls' names and arguments; Home
+    counted ``Conversation.tool_calls`` and showed 0 for the sample database (a new user)."""
+    from convmem_dashboard.data import get_dataset
+    from convmem_dashboard.view_home import conversation_metrics
+
+    from_file = {c.id: c for c in get_dataset("sample").conversations}
+    from_db = get_dataset("sample-db").conversations
+    assert from_db
+    for c in from_db:
+        want = sum(len(m.tool_call_ids) for m in from_file[c.id].messages)
+        shown = {m.label: m.value for m in conversation_metrics(c)}
+        assert shown["Tool calls"] == f"{want:,}", c.id
+    assert any(sum(len(m.tool_call_ids) for m in c.messages) for c in from_db)

@@ -358,7 +358,8 @@ def _parse_text(ctx: Context, text: str, fmt: Format | None, force_jsonl: bool,
                 if f.text and f.detect(first_line):
                     f.parse(text, ctx, Where(None, "", False))
                     return
-        json_names = ", ".join(n for n, f in FORMATS.items() if not f.text)
+        # every format but CSV is JSON or JSONL (the coding-agent sessions are JSONL read whole)
+        json_names = ", ".join(n for n in FORMATS if n != "csv")
         ctx.fail(f"unknown format: expected JSON or JSONL ({json_names}) or CSV with header "
                  f"id,role,tokens; the file starts with {short(first_line, 30)}")
     try:

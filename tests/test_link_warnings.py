@@ -1,0 +1,56 @@
+"""A link whose value fits the URL table but not this data says so (a new user opened
+``?limit=99999999`` and ``?conv=nope-1`` and saw the defaults with no word; the README promises a
+warning). The sanitizer (url_params.sanitize) cannot know a data-dependent range or the
+conversation ids, and Streamlit drops such a value silently, so the page warns once, when the
+link is opened."""
+
+from __future__ import annotations
+
+import pytest
+
+from apptest_support import ok, open_dashboard_page
+from convmem_dashboard.data import md_escape
+from convmem_dashboard.url_params import out_of_range_note
+
+LINK = ":material/link:"
+
+
+def link_warnings(at) -> list[str]:
+    return [w.value for w in at.warning]
+
+
+@pytest.mark.parametrize("raw", ["99999999", "5", "1221"])
+def test_an_out_of_range_limit_in_a_link_is_named_once(raw):
+    at = ok(open_dashboard_page("pages/token_budget.py", {"conv": "fatima_kim_4514-1", "limit": raw}))
+    lo, hi = int(at.slider(key="limit").min), int(at.slider(key="limit").max)
+    assert hi == 1_220
+    assert link_warnings(at) == [
+        f"The link's limit={raw} is outside this conversation's range ({lo:,} to {hi:,} tokens): "
+        "the default is shown."
+    ]
+    assert "limit" not in at.query_params  # Streamlit dropped it: the next run says nothing more
+    assert link_warnings(ok(at.run())) == []
+
+
+def test_an_in_range_limit_says_nothing():
+    at = ok(open_dashboard_page("pages/token_budget.py", {"conv": "fatima_kim_4514-1", "limit": "500"}))
+    assert at.slider(key="limit").value == 500 and link_warnings(at) == []
+
+
+@pytest.mark.parametrize("page", ["pages/token_budget.py", "pages/home.py", "pages/flaky_store.py"])
+def test_an_unknown_conversation_in_a_link_is_named_once(page):
+    at = ok(open_dashboard_page(page, {"conv": "nope-1"}))
+    shown = at.query_params["conv"]
+    assert shown != "nope-1"
+    assert link_warnings(at) == [
+        f"The link's conversation {md_escape(repr('nope-1'))} is not in this dataset: showing "
+        f"{md_escape(repr(shown))} instead."
+    ]
+    assert link_warnings(ok(at.run())) == []
+
+
+def test_out_of_range_note_is_pure_and_plain():
+    assert out_of_range_note("limit", None, 1, 2, "tokens") is None
+    assert out_of_range_note("limit", "abc", 1, 2, "tokens") is None  # the sanitizer's case
+    assert out_of_range_note("limit", "2", 1, 2, "tokens") is None
+    assert out_of_range_note("limit", "3", 1, 2, "tokens").startswith("The link's limit=3 is outside")
