@@ -767,7 +767,7 @@ class ExtractiveSummarizer:
         cache = _cached_lines(key)
         entries = list(map(cache.get, map(id, dropped)))
         if None in entries:
-            missing = list(compress(range(len(entries)), map(is_, entries, repeat(None))))
+            missing = [i for i, e in enumerate(entries) if e is None]
             texts = _TEXT_LINES.get(key) if by_text else None
             if texts is not None:
                 missing = self._from_text(missing, dropped, entries, texts)
@@ -823,15 +823,21 @@ class ExtractiveSummarizer:
         gains = list(map(deltas.get, map(_LAST_TWO, lines)))
         if None in gains:  # a tail not seen yet, or one that does not decide the gain
             for i in compress(range(len(gains)), map(is_, gains, repeat(None))):
-                ln, t = lines[i], tokens[i]
-                tail = ln[-2:]
-                d = deltas.get(tail, False)
-                if d is False:
-                    if len(deltas) >= _NL_DELTAS_SIZE:
-                        deltas.clear()
-                    d = deltas[tail] = self._newline_delta(tail, count)
-                gains[i] = d if d is not None else self._with_newline(ln, t, count) - t
+                gains[i] = self._newline_gain(lines[i], tokens[i], count)
         return list(map(add, tokens, gains))
+
+    def _newline_gain(self, line: str, tokens: int, count) -> int:
+        """``count(line + "\n") - tokens`` for a line of ``tokens`` tokens: from the table by its
+        last two characters (:meth:`_newline_delta`, entered when new) when they decide it, else
+        counted (:meth:`_with_newline`)."""
+        deltas = self._nl_deltas
+        tail = line[-2:]
+        d = deltas.get(tail, False)
+        if d is False:
+            if len(deltas) >= _NL_DELTAS_SIZE:
+                deltas.clear()
+            d = deltas[tail] = self._newline_delta(tail, count)
+        return d if d is not None else self._with_newline(line, tokens, count) - tokens
 
     def _newline_delta(self, tail: str, count) -> int | None:
         """``count(line + "\n") - count(line)`` for every line ending in the two characters
@@ -893,11 +899,13 @@ class ExtractiveSummarizer:
                 lo = self._lo = bisect_left(pe, end - room, lo, n)
                 cut, cut_tokens = self._log[lo - 1], self._tok[lo - 1]
                 est = end - pe[lo]
-            clipped = self._clips.get((cut, room - est), False)
-            if clipped is False:
-                clipped = self._clip_entry(cut, cut_tokens, room - est, count)
-            if clipped is not None:
-                top = self._top = clipped
+            left = room - est
+            if left > 0:  # no clipped line fits in no room (its separator alone takes a token)
+                clipped = self._clips.get((cut, left), False)
+                if clipped is False:
+                    clipped = self._clip_entry(cut, cut_tokens, left, count)
+                if clipped is not None:
+                    top = self._top = clipped
         # The exact count of the text, from the lines' counts (drop the oldest while over: the
         # tokenizer may merge across lines).
         pn = self._pn
@@ -966,7 +974,7 @@ class ExtractiveSummarizer:
         clipped = self._clip_cut((line, tokens), room, count)
         if clipped is not None:
             ln, t = clipped
-            clipped = (ln, t, self._with_newlines((ln,), (t,), count)[0])
+            clipped = (ln, t, t + self._newline_gain(ln, t, count))
         clips[(line, room)] = clipped
         return clipped
 
