@@ -35,7 +35,7 @@ from bisect import bisect_left
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from itertools import accumulate, compress, repeat
-from operator import add, is_, itemgetter
+from operator import is_
 
 from .limits import MAX_TOKENS
 from .message import ROLES, Message
@@ -43,7 +43,6 @@ from .message import ROLES, Message
 __all__ = ["ExtractiveSummarizer", "LLMSummarizer"]
 
 _HEADER = "Earlier:"
-_LAST_TWO = itemgetter(slice(-2, None))  # a line's last two characters (what "\n" adds depends on)
 
 
 _default_counter: Callable | None = None
@@ -820,24 +819,16 @@ class ExtractiveSummarizer:
         when its last two characters decide the tokens ``"\n"`` adds (:meth:`_newline_delta`,
         one dict lookup: most lines end in a letter, a digit or one punctuation mark)."""
         deltas = self._nl_deltas
-        gains = list(map(deltas.get, map(_LAST_TWO, lines)))
-        if None in gains:  # a tail not seen yet, or one that does not decide the gain
-            for i in compress(range(len(gains)), map(is_, gains, repeat(None))):
-                gains[i] = self._newline_gain(lines[i], tokens[i], count)
-        return list(map(add, tokens, gains))
-
-    def _newline_gain(self, line: str, tokens: int, count) -> int:
-        """``count(line + "\n") - tokens`` for a line of ``tokens`` tokens: from the table by its
-        last two characters (:meth:`_newline_delta`, entered when new) when they decide it, else
-        counted (:meth:`_with_newline`)."""
-        deltas = self._nl_deltas
-        tail = line[-2:]
-        d = deltas.get(tail, False)
-        if d is False:
-            if len(deltas) >= _NL_DELTAS_SIZE:
-                deltas.clear()
-            d = deltas[tail] = self._newline_delta(tail, count)
-        return d if d is not None else self._with_newline(line, tokens, count) - tokens
+        out = []
+        for ln, t in zip(lines, tokens):
+            tail = ln[-2:]
+            d = deltas.get(tail, False)
+            if d is False:
+                if len(deltas) >= _NL_DELTAS_SIZE:
+                    deltas.clear()
+                d = deltas[tail] = self._newline_delta(tail, count)
+            out.append(t + d if d is not None else self._with_newline(ln, t, count))
+        return out
 
     def _newline_delta(self, tail: str, count) -> int | None:
         """``count(line + "\n") - count(line)`` for every line ending in the two characters
@@ -974,7 +965,7 @@ class ExtractiveSummarizer:
         clipped = self._clip_cut((line, tokens), room, count)
         if clipped is not None:
             ln, t = clipped
-            clipped = (ln, t, t + self._newline_gain(ln, t, count))
+            clipped = (ln, t, self._with_newlines((ln,), (t,), count)[0])
         clips[(line, room)] = clipped
         return clipped
 
