@@ -258,13 +258,14 @@ class ExtractiveSummarizer:
     calls: int = field(default=0, init=False)
     # The log: every line made (or read back), its tokens and the tokens of line + "\n" (additive
     # only; None until needed). The window is ``_top`` (a clipped oldest line [line, tokens,
-    # tokens + "\n"], or None) then the log from ``_lo`` to its end; ``_valid`` False means
-    # "nothing kept" (read the previous summary back).
+    # tokens + "\n"], or None; a tuple when made by the deferred close, its "\n" count known)
+    # then the log from ``_lo`` to its end; ``_valid`` False means "nothing kept" (read the
+    # previous summary back).
     _log: list = field(default_factory=list, init=False, repr=False, compare=False)
     _tok: list = field(default_factory=list, init=False, repr=False, compare=False)
     _nlt: list = field(default_factory=list, init=False, repr=False, compare=False)
     _lo: int = field(default=0, init=False, repr=False, compare=False)
-    _top: list | None = field(default=None, init=False, repr=False, compare=False)
+    _top: list | tuple | None = field(default=None, init=False, repr=False, compare=False)
     _valid: bool = field(default=False, init=False, repr=False, compare=False)
     _counted_with: object = field(default=None, init=False, repr=False, compare=False)
     _last: Message | None = field(default=None, init=False, repr=False, compare=False)
