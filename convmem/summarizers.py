@@ -34,7 +34,8 @@ from array import array
 from bisect import bisect_left
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
-from itertools import accumulate
+from itertools import accumulate, compress, repeat
+from operator import is_
 
 from .limits import MAX_TOKENS
 from .message import ROLES, Message
@@ -67,8 +68,13 @@ def _clip(text: str, max_chars: int) -> str:
 
 
 def _line(m: Message, max_chars: int) -> str:
-    if m.content:
-        body = _clip(m.content, max_chars)
+    text = m.content
+    if text:
+        if len(text) <= max_chars and "  " not in text and text.isprintable() and text[0] != " " and text[-1] != " ":
+            # Already one line with its whitespace collapsed (the only printable whitespace is
+            # the ASCII space, here single and inside): what _clip would return, about 3x cheaper.
+            return f"{m.role}: {text}"
+        body = _clip(text, max_chars)
         # _clip collapses whitespace and trims both ends, and a role has none: the line is
         # already what the collapse below would make of it.
         return f"{m.role}: {body}" if body else f"{m.role}:"
@@ -252,13 +258,14 @@ class ExtractiveSummarizer:
     calls: int = field(default=0, init=False)
     # The log: every line made (or read back), its tokens and the tokens of line + "\n" (additive
     # only; None until needed). The window is ``_top`` (a clipped oldest line [line, tokens,
-    # tokens + "\n"], or None) then the log from ``_lo`` to its end; ``_valid`` False means
-    # "nothing kept" (read the previous summary back).
+    # tokens + "\n"], or None; a tuple when made by the deferred close, its "\n" count known)
+    # then the log from ``_lo`` to its end; ``_valid`` False means "nothing kept" (read the
+    # previous summary back).
     _log: list = field(default_factory=list, init=False, repr=False, compare=False)
     _tok: list = field(default_factory=list, init=False, repr=False, compare=False)
     _nlt: list = field(default_factory=list, init=False, repr=False, compare=False)
     _lo: int = field(default=0, init=False, repr=False, compare=False)
-    _top: list | None = field(default=None, init=False, repr=False, compare=False)
+    _top: list | tuple | None = field(default=None, init=False, repr=False, compare=False)
     _valid: bool = field(default=False, init=False, repr=False, compare=False)
     _counted_with: object = field(default=None, init=False, repr=False, compare=False)
     _last: Message | None = field(default=None, init=False, repr=False, compare=False)
@@ -867,11 +874,14 @@ class ExtractiveSummarizer:
         to (convmem's own counters)."""
         tokens = list(map(memo.get, lines))
         if None in tokens:
-            texts = list(dict.fromkeys(ln for ln, t in zip(lines, tokens) if t is None))
+            unknown = list(map(is_, tokens, repeat(None)))
+            texts = list(dict.fromkeys(compress(lines, unknown)))
             new = dict(zip(texts, count.__self__.count_texts(texts)))
             memo.update(new)
             # Read back from this call's own counts: the memo is shared by every thread and may
             # be cleared (at its size cap) by another one between the update and this read.
+            if all(unknown):  # a batch of new lines (a first replay, a warm): no per-line branch
+                return list(map(new.__getitem__, lines))
             tokens = [new[ln] if t is None else t for ln, t in zip(lines, tokens)]
         return tokens
 
@@ -880,78 +890,64 @@ class ExtractiveSummarizer:
         the oldest end to ``max_tokens`` (the first line that does not fit clipped), its exact
         tokens from the lines' counts, recorded as a span; the Message returned (content None).
         O(log n) plus the clipped line when it is new."""
-        log, tok, nlt = self._log, self._tok, self._nlt
         head = self._head
         if head is None:
             head = self._head = count(_HEADER)
-        pe, pn = self._pe, self._pn
+        pe = self._pe
         lo = self._lo
         top = self._top
         max_tokens = self.max_tokens
         room = max_tokens - head
-        est = pe[n] - pe[lo] + (top[1] + 1 if top is not None else 0)
+        end = pe[n]
+        est = end - pe[lo] if top is None else end - pe[lo] + top[1] + 1
         if est > room:
             # Newest lines win: drop from the oldest end while over; the newest line dropped
             # (the first that did not fit) is clipped to the room left.
             if top is not None:
-                cut = (top[0], top[1])
-                est -= top[1] + 1
+                cut, cut_tokens = top[0], top[1]
+                est -= cut_tokens + 1
                 self._top = top = None
             if est > room:
-                lo = self._lo = bisect_left(pe, pe[n] - room, lo, n)
-                cut = (log[lo - 1], tok[lo - 1])
-                est = pe[n] - pe[lo]
-            key = (cut[0], room - est)
-            clips = self._clips
-            clipped = clips.get(key, False)
-            if clipped is False:
-                if len(clips) >= LINE_MEMO_SIZE:
-                    clips.clear()
-                clipped = self._clip_cut(cut, room - est, count)
+                lo = self._lo = bisect_left(pe, end - room, lo, n)
+                cut, cut_tokens = self._log[lo - 1], self._tok[lo - 1]
+                est = end - pe[lo]
+            left = room - est
+            if left > 0:  # no clipped line fits in no room (its separator alone takes a token)
+                clipped = self._clips.get((cut, left), False)
+                if clipped is False:
+                    clipped = self._clip_entry(cut, cut_tokens, left, count)
                 if clipped is not None:
-                    clipped = (*clipped, self._with_newlines([clipped[0]], [clipped[1]], count)[0])
-                clips[key] = clipped
-            if clipped is not None:
-                top = self._top = list(clipped)
+                    top = self._top = clipped
         # The exact count of the text, from the lines' counts (drop the oldest while over: the
         # tokenizer may merge across lines).
+        pn = self._pn
         while True:
-            size = n - lo + (top is not None)
-            if not size:
+            if top is not None:
+                line = top[0]
+                if n == lo:
+                    tokens = self._count(_HEADER + " " + line, count)
+                else:  # "\n" counts of the top and of every log line but the newest
+                    tokens = self._first_line(line, top[2], head, count) + pn[n - 1] - pn[lo] + self._tok[n - 1]
+            elif n - lo > 1:
+                line = self._log[lo]
+                tokens = self._first_line(line, self._nlt[lo], head, count) + pn[n - 1] - pn[lo + 1] + self._tok[n - 1]
+            elif n > lo:
+                tokens = self._count(_HEADER + " " + self._log[lo], count)
+            else:
                 tokens = head
                 break
-            if size == 1:
-                tokens = self._count(_HEADER + " " + (top[0] if top is not None else log[lo]), count)
-            else:
-                nl_sum = pn[n - 1] - pn[lo]  # tokens with "\n" of every line but the newest
-                if top is not None:
-                    line, oldest_nl = top[0], top[2]
-                    nl_sum += oldest_nl
-                else:
-                    line, oldest_nl = log[lo], nlt[lo]
-                k = line.find(":")
-                word = line[:k]
-                swap = self._swaps.get(word) if k > 0 else None
-                if swap is None and k > 0 and word.isalpha():  # the leading letters end at the first ":"
-                    if len(self._swaps) >= _NL_DELTAS_SIZE:
-                        self._swaps.clear()
-                    swap = self._swaps[word] = self._count(" " + word, count) - self._count(word, count)
-                if swap is not None:
-                    first = head + oldest_nl + swap
-                else:
-                    first = self._count(_HEADER + " " + line + "\n", count)
-                tokens = first + nl_sum - oldest_nl + tok[n - 1]
             if tokens <= max_tokens:
                 break
             if top is not None:
                 self._top = top = None
             else:
                 lo = self._lo = lo + 1
-        sid = f"{self.id_prefix}-{self.calls}"
+        calls = self.calls
+        sid = f"{self.id_prefix}-{calls}"
         self._span_top.append(top[0] if top is not None else None)
         self._span_lo.append(lo)
         self._span_hi.append(n)
-        self._made[sid] = self.calls - 1
+        self._made[sid] = calls - 1
         named = (self.id_prefix, self.role)
         if named != self._checked or not 0 <= tokens <= MAX_TOKENS:
             out = Message(sid, self.role, tokens)  # checked: each id prefix and role once
@@ -960,6 +956,39 @@ class ExtractiveSummarizer:
             out = _summary_message(sid, self.role, tokens)
         self._last = out
         return out
+
+    def _first_line(self, line: str, with_newline: int, head: int, count) -> int:
+        """count(_HEADER + " " + line + "\n") for the oldest line of a summary of two lines or
+        more, ``with_newline`` being count(line + "\n"): the header's pieces end at its ":", and
+        only the line's leading word (its role, up to the first ":") changes piece with the space
+        before it, so that word's count is swapped for " word"'s (memoized per word); counted
+        whole when the line does not start with letters then ":"."""
+        k = line.find(":")
+        if k > 0:
+            word = line[:k]
+            swaps = self._swaps
+            swap = swaps.get(word)
+            if swap is None and word.isalpha():
+                if len(swaps) >= _NL_DELTAS_SIZE:
+                    swaps.clear()
+                swap = swaps[word] = self._count(" " + word, count) - self._count(word, count)
+            if swap is not None:
+                return head + swap + with_newline
+        return self._count(_HEADER + " " + line + "\n", count)
+
+    def _clip_entry(self, line: str, tokens: int, room: int, count) -> tuple[str, int, int] | None:
+        """``(clipped line, tokens, tokens with "\n")`` of ``line`` (``tokens`` tokens) clipped to
+        ``room`` tokens (:meth:`_clip_cut`), or None when no clipped form fits; entered in the
+        clipped lines memo under ``(line, room)``."""
+        clips = self._clips
+        if len(clips) >= LINE_MEMO_SIZE:
+            clips.clear()
+        clipped = self._clip_cut((line, tokens), room, count)
+        if clipped is not None:
+            ln, t = clipped
+            clipped = (ln, t, self._with_newlines((ln,), (t,), count)[0])
+        clips[(line, room)] = clipped
+        return clipped
 
     def _append(self, entries: list) -> None:
         """Append ``(line, tokens, tokens with "\n", tokens + 1)`` entries to the log and its

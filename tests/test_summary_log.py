@@ -363,6 +363,25 @@ def test_a_line_is_its_role_and_clipped_text_whitespace_collapsed(role, text, li
     assert _line(m, line_chars) == want
 
 
+#: Separators that decide whether a short text is already one collapsed line: the ASCII space
+#: (single, doubled), the other whitespace str.split collapses (tab, line breaks, a control
+#: separator, no-break and ideographic spaces), and non-whitespace.
+SEPARATORS = st.sampled_from([" ", "  ", "\t", "\n", "\x1c", "\x85", "\u00a0", "\u2028", "\u3000", "-", ""])
+
+
+@settings(max_examples=400, deadline=None)
+@given(st.lists(st.text("ab1.é…", min_size=1, max_size=6), min_size=1, max_size=5), SEPARATORS,
+       st.sampled_from(["first", "inner", "last"]), st.integers(8, 40))
+def test_a_short_collapsed_text_is_its_line_as_it_is(words, sep, where, line_chars):
+    """_line's fast path (a text of at most line_chars characters with no whitespace but single
+    inner spaces is taken as it is) equals the clip of the text, around the length limit, with
+    each kind of whitespace first, inside or last."""
+    text = " ".join(words)
+    text = sep + text if where == "first" else text + sep if where == "last" else text + sep + words[0]
+    m = Message("m", "user", 1, content=text)
+    assert _line(m, line_chars) == " ".join(f"user: {_clip(text, line_chars)}".split())
+
+
 @st.composite
 def summary_only_cases(draw):
     """Summaries with no other policy: the case replay walks without History.add."""
