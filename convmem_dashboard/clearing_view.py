@@ -116,15 +116,26 @@ def _biggest_per_bucket(
     return picked, hover
 
 
-def clearing_caption(stats: ReplayStats) -> str:
-    """One line on what clearing did (empty when it never ran).
+def clearing_caption(stats: ReplayStats, settings: HistorySettings | None = None) -> str:
+    """One line on what clearing did: empty when it is off; with clearing on (``settings`` given
+    with a ``clear_trigger``) and no clearing run, why nothing changed (a new user turned it on
+    over the sample with keep 3 and saw no number move, and nothing saying so).
 
     >>> from convmem import replay, Message
     >>> clearing_caption(replay([Message("u", "user", 1)], HistorySettings(5)).stats)
     ''
+    >>> s = HistorySettings(5, clear_trigger=5)
+    >>> print(clearing_caption(replay([Message("u", "user", 1)], s).stats, s))
+    Clearing is on but never ran: the total never passed the trigger (5 tokens) with more than the newest 3 tool result(s) to clear and at least 0 tokens to free. Lower the trigger or "Keep newest tool results".
     """
     if not stats.clearings:
-        return ""
+        if settings is None or settings.clear_trigger is None:
+            return ""
+        return (
+            f"Clearing is on but never ran: the total never passed the trigger ({settings.clear_trigger:,} "
+            f"tokens) with more than the newest {settings.clear_keep:,} tool result(s) to clear and at least "
+            f"{settings.clear_at_least:,} tokens to free. Lower the trigger or \"Keep newest tool results\"."
+        )
     return (
         f"Clearing: {stats.clearings:,} clearing(s) replaced {stats.messages_cleared:,} message(s) "
         f"by a placeholder, freeing {stats.tokens_cleared:,} tokens; teal diamonds mark them "

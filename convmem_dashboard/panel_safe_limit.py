@@ -139,6 +139,9 @@ def safe_limit_caption(got: SafeLimit) -> str:
     else:
         head = (f"Decided at add step {got.step:,} by message {got.message_id}: {got.need:,} tokens "
                 "must survive the cut there.")
+        if got.limit > got.need:  # a new user missed why the headline is above that number
+            head += (f" The limit is {got.limit - got.need:,} tokens more: a cut goes below the "
+                     "limit by the target's gap and the summary budget.")
     if got.exact:
         return head + " Exact: every smaller limit drops it."
     return (head + " With a target or summary budget this is the smallest limit from which it is "

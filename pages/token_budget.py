@@ -309,8 +309,8 @@ st.plotly_chart(
     selection_mode="points",
 )
 st.caption(totals_caption(n_events, arrays.has_target, arrays.summary_budget is not None))
-if stats.clearings:
-    st.caption(cv.clearing_caption(stats))
+if clearing_text := cv.clearing_caption(stats, settings):
+    st.caption(clearing_text)
 if has_session(conv):  # issue 13: what the agent kept at each of its compactions, beside convmem
     st.caption(f"{session_caption(conv)}. Green stars: the agent's own compactions; orange dots: the prompt the provider reported per call.")
     st.dataframe(compaction_table(conv, r), hide_index=True, key="agent_cmp_table")

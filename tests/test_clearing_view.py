@@ -167,3 +167,24 @@ def test_page_sweep_covers_clearing_trigger_and_keep():
     want = sweep_clearing_costs(conv.messages, with_clearing(HistorySettings(limit), True, trigger, 1, 0),
                                 [trigger], [1], ANTHROPIC_SONNET)[0]
     assert current["tokens sent"] == want.stats.tokens_sent and current["clearings"] == want.stats.clearings
+
+
+def test_page_says_when_clearing_is_on_and_never_ran():
+    """A new user turned clearing on over the sample (keep 3) and saw no number move and nothing
+    saying why."""
+    from apptest_support import ok, open_dashboard_page
+    from convmem_dashboard.data import get_dataset
+
+    def settings_of(conv):
+        bounds = limit_bounds(conv.total_tokens, conv.messages[0].tokens)
+        return with_clearing(HistorySettings(bounds.default), True, None, 3, 0)
+
+    conv = next(c for c in get_dataset("sample").conversations
+                if replay(c.messages, settings_of(c)).stats.clearings == 0)
+    s = settings_of(conv)
+    at = ok(open_dashboard_page("pages/token_budget.py", {"conv": conv.id, "clr": "true"}))
+    assert at.slider(key="limit").value == s.limit
+    stats = replay(conv.messages, s).stats
+    shown = [c.value for c in at.caption if c.value.startswith("Clearing is on but never ran")]
+    assert shown == [clearing_caption(stats, s)]
+    assert f"the trigger ({s.clear_trigger:,} tokens)" in shown[0]

@@ -397,6 +397,9 @@ def test_errors_in_jsonl_use_physical_line_and_json_path():
     assert (e.line, e.field) == (3, "[1].tool_call_id")
     e = err(json.dumps([U]) + "\n" + '{"messages": [}' + "\n", strict=True)
     assert (e.line, e.field) == (2, None) and "invalid JSON at column 15" in str(e)
+    # json's messages that end in "at" get the place after them (a new user read one as cut off)
+    r = parse_conversations(json.dumps([U]) + "\n" + '[{"role": "user", "content": "x' + "\n")
+    assert [str(s) for s in r.skipped] == ["line 2: invalid JSON: Unterminated string starting at column 30"]
     e = err(json.dumps([U]) + "\n" + json.dumps(U) + "\n", strict=True)
     assert e.line == 2 and "single message" in str(e)
     e = err(json.dumps([U]) + "\n" + "42\n", strict=True)

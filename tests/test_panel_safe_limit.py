@@ -216,3 +216,10 @@ def test_mark_and_caption():
     pinned = explain_safe_limit(msgs, pin_latest_user=True)
     assert safe_limit_caption(pinned) == "Any limit keeps it: it is pinned: History keeps it at any limit."
     assert len(mark_safe_limit(sweep_figure([], None), pinned).layout.shapes) == 0
+    plain = explain_safe_limit([*msgs, Message("u2", "user", 5)])
+    assert plain.limit == plain.need and "tokens more" not in safe_limit_caption(plain)
+    budget = explain_safe_limit([*msgs, Message("u2", "user", 5)], summary_budget=40, summarizer=lambda prev, dropped: None)
+    assert budget.limit > budget.need  # the summary budget sits between the cut and the limit
+    assert (f"{budget.need:,} tokens must survive the cut there. The limit is "
+            f"{budget.limit - budget.need:,} tokens more: a cut goes below the limit by the target's gap "
+            "and the summary budget.") in safe_limit_caption(budget)

@@ -613,3 +613,21 @@ class Builder:
             provider_roles=tuple(self.proles),
             envelope=envelope,
         )
+
+
+def json_fault(exc: json.JSONDecodeError, where: str) -> str:
+    """The fault text of a JSON decoding error at ``where`` ("column 58", "line 2 column 23").
+    Some of json's messages end in "at" and expect the place after them ("Unterminated string
+    starting at"): they get it there, not before (a new user read "... starting at" as cut off).
+
+    >>> import json
+    >>> try: json.loads('{"a": "b')
+    ... except json.JSONDecodeError as e: print(json_fault(e, f"column {e.colno}"))
+    invalid JSON: Unterminated string starting at column 7
+    >>> try: json.loads('[1 2]')
+    ... except json.JSONDecodeError as e: print(json_fault(e, f"column {e.colno}"))
+    invalid JSON at column 4: Expecting ',' delimiter
+    """
+    if exc.msg.endswith(" at"):
+        return f"invalid JSON: {exc.msg} {where}"
+    return f"invalid JSON at {where}: {exc.msg}"

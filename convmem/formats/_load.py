@@ -14,7 +14,7 @@ from .._gc import promote_young
 from ..conversations import DEFAULT_MAX_BYTES, Conversation, LoadResult
 from ..errors import FormatError
 from . import ALIASES, DETECT_ORDER, FORMATS, RECORD_KEYS
-from ._base import Context, Format, Where, kind, short
+from ._base import Context, Format, Where, json_fault, kind, short
 
 __all__ = ["dump_conversations", "load_conversations", "parse_conversations"]
 
@@ -137,8 +137,7 @@ def _jsonl(ctx: Context, text: str, fmt: Format | None, path: Any) -> None:
         try:
             value = loads(line)
         except json.JSONDecodeError as exc:
-            fault = FormatError(f"invalid JSON at column {exc.colno}: {exc.msg}",
-                                source=ctx.source, line=lineno)
+            fault = FormatError(json_fault(exc, f"column {exc.colno}"), source=ctx.source, line=lineno)
             ctx.skip(fault, None)
             continue
         except (ValueError, RecursionError) as exc:
@@ -368,8 +367,7 @@ def _parse_text(ctx: Context, text: str, fmt: Format | None, force_jsonl: bool,
         if exc.msg == "Extra data" or _looks_like_jsonl(text):
             _jsonl(ctx, text, fmt, path)  # several JSON values: one per line
             return
-        ctx.fail(f"invalid JSON at line {exc.lineno} column {exc.colno}: {exc.msg}",
-                 (exc.lineno, None))
+        ctx.fail(json_fault(exc, f"line {exc.lineno} column {exc.colno}"), (exc.lineno, None))
     except RecursionError:
         ctx.fail("invalid JSON: nested too deeply")
     except ValueError as exc:  # e.g. an integer with too many digits

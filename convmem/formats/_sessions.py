@@ -15,7 +15,7 @@ from typing import Any
 
 from ..conversations import Skipped
 from ..limits import MAX_TOKENS
-from ._base import short
+from ._base import json_fault, short
 
 __all__ = ["SessionLines", "as_int", "first_line_prefix", "read_lines", "usage_faults"]
 
@@ -66,9 +66,10 @@ def read_lines(text: str) -> SessionLines:
                 out.skip(lineno, None, None, "truncated last line (the session is still being "
                          "written): left out")
             else:
-                col = getattr(exc, "colno", None)
-                out.skip(lineno, None, None, f"invalid JSON{f' at column {col}' if col else ''}"
-                         f": {getattr(exc, 'msg', exc)}")
+                if isinstance(exc, json.JSONDecodeError):
+                    out.skip(lineno, None, None, json_fault(exc, f"column {exc.colno}"))
+                else:
+                    out.skip(lineno, None, None, f"invalid JSON: {exc}")
             continue
         if not isinstance(value, dict):
             out.skip(lineno, None, value, f"a session record must be a JSON object, got "
