@@ -580,13 +580,10 @@ class ExtractiveSummarizer:
         read and filled; a line cleared at the cap is made again on use). Nothing else changes:
         ``calls`` stays 0, so the summarizer may still be deferred.
         """
-        count = self.count_tokens or _default_count()
-        if self._counted_with != count:
-            self._use_counter(count)
-        memo = self._memo
-        if memo is None:
+        shared = self._shared_lines()
+        if shared is None:
             return 0
-        cache = _cached_lines((self.line_chars, id(memo)))
+        count, memo, cache = shared
         new = [m for m in messages if id(m) not in cache]
         if new:
             self._entries(new, count, memo, by_text=False)
@@ -603,14 +600,22 @@ class ExtractiveSummarizer:
         >>> s.lines_missing([Message("m1", "user", 3, content="hi")])  # not convmem's own counter
         0
         """
+        shared = self._shared_lines()
+        if shared is None:
+            return 0
+        cache = shared[2]
+        return len(messages) - sum(map(cache.__contains__, map(id, messages)))
+
+    def _shared_lines(self) -> tuple[Callable[[str], int], dict, dict] | None:
+        """``(counter, its line memo, the line cache)`` shared by every summarizer of the process
+        with this counter and ``line_chars``; None with a counter that is not convmem's own."""
         count = self.count_tokens or _default_count()
         if self._counted_with != count:
             self._use_counter(count)
         memo = self._memo
         if memo is None:
-            return 0
-        cache = _cached_lines((self.line_chars, id(memo)))
-        return len(messages) - sum(map(cache.__contains__, map(id, messages)))
+            return None
+        return count, memo, _cached_lines((self.line_chars, id(memo)))
 
     # -- preloaded replay (the replay's walk) -------------------------------------------------
     def _preload(self, messages: Sequence[Message]) -> None:
