@@ -53,14 +53,19 @@ def test_a_replay_leaves_no_cyclic_garbage_and_nothing_young(name, count):
     assert convmem_garbage() == []  # nothing it made waits for a full collection
 
 
+#: The modules whose objects a replay makes (its History, walk, records, summarizer).
+REPLAY_MODULES = frozenset({"convmem.replay", "convmem.history", "convmem.summarizers"})
+
+
 def convmem_garbage() -> list[str]:
-    """The types of the unreachable objects a full collection finds that convmem made (a cycle
-    through a History, a Replay, a summarizer...). Only convmem's: another thread of the test
-    process (a page test's leftovers) may leave garbage of its own meanwhile."""
+    """The types of the unreachable objects a full collection finds that a replay makes (a cycle
+    through a History, a Replay, a summarizer...). Only those: another thread of the test
+    process (a page test's leftovers: the full suite left Conversations) may leave garbage of
+    its own meanwhile."""
     gc.set_debug(gc.DEBUG_SAVEALL)
     try:
         gc.collect()
-        return sorted({type(o).__qualname__ for o in gc.garbage if type(o).__module__.startswith("convmem")})
+        return sorted({type(o).__qualname__ for o in gc.garbage if type(o).__module__ in REPLAY_MODULES})
     finally:
         gc.set_debug(0)
         gc.garbage.clear()
