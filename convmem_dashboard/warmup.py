@@ -102,14 +102,15 @@ def _wait_for_quiet(run: threading.Thread) -> None:
     """Return once ``run`` has ended and no thread of its name (Streamlit's script threads are all
     "ScriptRunner.scriptThread") has been alive for :data:`QUIET_S` seconds: a first view may take
     a second run in a new thread (the browser's rerun after the first), which must not share the
-    machine with the loader."""
-    while True:
+    machine with the loader. The rest is idle_lines.wait_for_quiet, which also waits out a run
+    that is listed but still starting (``join`` refuses it: this loader died on one at 10^5
+    messages in session 21's benchmark, "cannot join thread before it is started")."""
+    from .idle_lines import wait_for_quiet  # convmem is loaded by the time a view's run ended
+
+    if run.is_alive():
         run.join()
-        time.sleep(QUIET_S)
-        busy = [t for t in threading.enumerate() if t.name == run.name and t is not threading.current_thread()]
-        if not busy:
-            return
-        run = busy[0]
+    time.sleep(QUIET_S)
+    wait_for_quiet(run.name, QUIET_S)
 
 
 def load_counter_after(run: threading.Thread, build: Callable[[], None]) -> threading.Thread:

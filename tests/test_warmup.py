@@ -185,3 +185,29 @@ def test_warm_up_keeps_the_question_in_its_slot(tmp_path, monkeypatch, fresh_pro
     assert not at.exception
     assert [m.value for m in at.markdown] == ["**What does the page answer?**"]
     assert at.get("spinner") == []  # the spinner is gone once the imports are done
+
+
+def test_a_rerun_that_is_still_starting_is_waited_for_not_joined(fresh_process, monkeypatch):
+    """threading.enumerate() lists a thread from start() on, but join() refuses it until it
+    runs: the loader died on such a rerun ("cannot join thread before it is started", session
+    21's benchmark) and the counter was never built in idle time."""
+    from convmem_dashboard import idle_lines
+
+    first, release = _held_run()
+    starting = threading.Thread(target=lambda: None, name=first.name)  # listed, never started
+    real = threading.enumerate
+    served, mine = [], []
+
+    def listed() -> list:  # this loader's first look finds the starting rerun; every other call is real
+        if threading.current_thread() in mine and not served:
+            served.append(starting)
+            return [starting]
+        return real()
+
+    monkeypatch.setattr(idle_lines.threading, "enumerate", listed)
+    built = []
+    loader = warmup.load_counter_after(first, lambda: built.append(True))
+    mine.append(loader)  # before the run ends: the loader is still waiting for it
+    release.set()
+    loader.join(timeout=10)
+    assert served and built == [True] and not loader.is_alive()
