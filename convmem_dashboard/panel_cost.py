@@ -28,7 +28,7 @@ from . import cache_budget as cb
 from .agent_view import reported_cache_line
 from .clearing_view import clearing_sweep_table
 from .figures_cost import cache_steps_figure, sweep_cost_figure
-from .tables_cost import DEFAULT_PROVIDER, PRICE_KEYS, cost_table, pricing_caption, pricing_from, sweep_cost_table
+from .tables_cost import DEFAULT_PROVIDER, PRICE_KEYS, cost_table, pricing_caption, pricing_from, sweep_cost_table, sweep_cost_view
 from .url_params import PARAMS
 
 __all__ = ["CLEARING_SWEEP_CAPTION", "render", "render_sweep", "render_clearing_sweep", "pricing_controls", "sweep_pricing_or_error", "get_prefix", "get_cache"]
@@ -190,7 +190,7 @@ def render_sweep(
         f"Priced as in the comparison's cost panel — {pricing_caption(pricing)} A cost that falls "
         "while tokens sent rise is a rarer, deeper compaction the prompt cache rewards."
     )
-    st.dataframe(sweep_cost_table(rows), hide_index=True, key="sweep_cost_table")
+    st.dataframe(sweep_cost_table(rows), hide_index=True, key="sweep_cost_table", **sweep_cost_view(len(rows)))
 
 
 #: Under the clearing sweep's table (complete or partial).

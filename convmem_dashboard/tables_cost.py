@@ -13,6 +13,8 @@ import pandas as pd
 
 from convmem import PROVIDERS, CachePricing, CacheTotals, CostSweepRow, PromptCache
 
+from .table_layout import column, table_view
+
 __all__ = [
     "COST_COLUMNS",
     "DEFAULT_PROVIDER",
@@ -23,6 +25,7 @@ __all__ = [
     "pricing_from",
     "step_buckets",
     "sweep_cost_table",
+    "sweep_cost_view",
 ]
 
 #: Columns of :func:`cost_table` (not "metric": the page's A/B stats table is found by that name).
@@ -78,6 +81,25 @@ def sweep_cost_table(rows: Sequence[CostSweepRow]) -> pd.DataFrame:
             "limit (tokens)", "target (tokens)", "compactions", "prefix changes", "input tokens sent",
             "served from cache (tokens)", "cached share (%)", "cost (USD)",
         ],
+    )
+
+
+def sweep_cost_view(rows: int) -> dict:
+    """st.dataframe arguments of :func:`sweep_cost_table`: short headers (units and meanings in
+    the tooltips) so its eight columns fit inside the sweep's expander in a 1280-px window (784 px;
+    the full headers took 874 px and cut "cost (USD)"); at most 10 rows tall."""
+    return table_view(
+        rows, max_rows=10,
+        columns={
+            "limit (tokens)": column("limit (tokens)", help="In tokens."),
+            "target (tokens)": column("target (tokens)", help="What a compaction cuts down to, in tokens."),
+            "compactions": column("compactions", help="Adds that dropped something."),
+            "prefix changes": column("prefix chg.", help="Requests whose prompt starts differently from the previous one's (uncached re-sends)."),
+            "input tokens sent": column("sent (tokens)", help="Input tokens sent over the whole conversation."),
+            "served from cache (tokens)": column("cached (tokens)", help="Of those, tokens the prompt cache serves."),
+            "cached share (%)": column("cached %", help="Served from cache over sent, in percent."),
+            "cost (USD)": column("cost (USD)", help="Input cost over the whole conversation, cached and uncached input priced apart."),
+        },
     )
 
 

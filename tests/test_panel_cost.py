@@ -28,6 +28,7 @@ from convmem_dashboard.tables_cost import (
     pricing_from,
     step_buckets,
     sweep_cost_table,
+    sweep_cost_view,
 )
 from convmem_dashboard.url_params import PARAMS, PROVIDER_KEYS, sanitize
 from apptest_support import dashboard_app, ok, open_token_budget_sections
@@ -112,6 +113,9 @@ def test_sweep_cost_figure_and_table():
     assert t["limit (tokens)"].tolist() == [1000, 2000, 3000]
     assert t["target (tokens)"].tolist() == [500, 1000, 1500]
     assert t["input tokens sent"].tolist() == [r.cache.sent for r in rows]
+    view = sweep_cost_view(len(rows))
+    assert set(view["column_config"]) == set(t.columns)  # every column gets a short header
+    assert view["column_config"]["served from cache (tokens)"]["label"] == "cached (tokens)"  # the browser test checks the fit
 
 
 # ------------------------------------------------------------------------------------ AppTest

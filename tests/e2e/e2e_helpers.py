@@ -198,19 +198,23 @@ DATAFRAMES_JS = """() => Array.from(document.querySelectorAll('[data-testid="stD
 })"""
 
 
-def dataframe(page, first_header: str) -> dict:
-    """The st.dataframe whose first column header is ``first_header``: its headers in view,
-    visible cell texts, whether it fits its width without scrolling, and its height (px)."""
-    # The grids draw (and fill their accessible DOM) a moment after the run ends: wait, bounded.
+def dataframe(page, first_header: str, *, second: str | None = None) -> dict:
+    """The st.dataframe whose first column header is ``first_header`` (and second ``second``,
+    when two tables start alike): its headers in view, visible cell texts, whether it fits its
+    width without scrolling, and its height (px)."""
+    heads = [first_header] if second is None else [first_header, second]
+    # The grids draw (and fill their accessible DOM) a moment after the run ends, each in its own
+    # time: wait, bounded, for this one (another table with the same first header may draw first).
     try:
         page.wait_for_function(
-            f"h => ({DATAFRAMES_JS})().some(t => t.heads[0] === h)", arg=first_header, timeout=CHART_TIMEOUT_MS
+            f"hs => ({DATAFRAMES_JS})().some(t => hs.every((h, i) => t.heads[i] === h))", arg=heads,
+            timeout=CHART_TIMEOUT_MS,
         )
     except Exception:  # noqa: BLE001 - reported below with what is on the page
         pass
-    tables = [t for t in page.evaluate(DATAFRAMES_JS) if t["heads"][:1] == [first_header]]
+    tables = [t for t in page.evaluate(DATAFRAMES_JS) if t["heads"][: len(heads)] == heads]
     assert tables, (
-        f"no table whose first column is {first_header!r} on {page.url}: "
+        f"no table whose first columns are {heads!r} on {page.url}: "
         f"{[t['heads'][:3] for t in page.evaluate(DATAFRAMES_JS)]}"
     )
     return tables[0]

@@ -404,7 +404,8 @@ def test_key_table_text_is_readable(page, streamlit_url, screenshot_dir):
     assert_columns_in_view(page, "id", ["id", "role", "tokens", "reason", "preview"])  # drop event
     assert_columns_in_view(page, "#", ["#", "id", "role", "tokens", "preview"])  # context at a step
     assert_columns_in_view(page, "step", ["step", "id", "role", "tokens", "status", "reason", "preview"])
-    assert dataframe(page, "limit (tokens)")["fits"]  # the sweep table
+    assert dataframe(page, "limit (tokens)", second="compactions")["fits"]  # the sweep table
+    assert dataframe(page, "limit (tokens)", second="target (tokens)")["fits"]  # the sweep's cost
     assert dataframe(page, "metric")["fits"]  # A against B
     # Compare B: the toggle's label whole, all four policies shown as chips
     label = page.get_by_text("B summaries", exact=True).first

@@ -66,7 +66,7 @@ def test_sweep_at_1e5_fills_in_on_its_own_then_shows_it_whole(browser, streamlit
         bars_left = page.locator('[data-testid="stProgress"]').count()
         bar_left_texts = page.locator('[data-testid="stProgress"]').all_inner_texts()
         partial_left = page.get_by_text("Partial sweep:").count()
-        table = dataframe(page, "limit (tokens)")
+        table = dataframe(page, "limit (tokens)", second="compactions")
         page.get_by_text("Look for the knee").scroll_into_view_if_needed()
         screenshot(page, screenshot_dir, "sweep_fill_done")
     finally:
@@ -144,7 +144,7 @@ def test_a_click_on_a_partial_sweep_sets_the_limit_and_the_sweep_goes_on(browser
         page.get_by_text("Look for the knee").wait_for(state="visible", timeout=TIMEOUT_MS)
         wait_for_app(page, timeout_ms=TIMEOUT_MS)
         assert_no_exception(page)
-        table = dataframe(page, "limit (tokens)")
+        table = dataframe(page, "limit (tokens)", second="compactions")
     finally:
         context.close()
     assert after != before and after == point["limit"]  # the clicked point's limit
