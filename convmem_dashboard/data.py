@@ -165,6 +165,10 @@ def register_upload(name: str, data: bytes, messages_path: str | None = None) ->
     the caller shows it; also FormatError naming a cap the upload breaks
     (convmem_dashboard.uploads: messages per upload, encodable text, token totals, the server's
     byte budget).
+
+    The server keeps an upload's conversations without their provider records
+    (``provider_records=False``): no page writes an upload back in its own format, and the
+    decoded JSON was most of what a parsed upload held (docs/decisions.md).
     """
     if len(data) > MAX_UPLOAD_BYTES:
         raise FormatError(f"the file has {len(data):,} bytes, over the {MAX_UPLOAD_BYTES:,}-byte cap",
@@ -175,7 +179,7 @@ def register_upload(name: str, data: bytes, messages_path: str | None = None) ->
     registry = _uploads()
     if key not in registry:
         result = parse_conversations(data, source_name=name, max_bytes=MAX_UPLOAD_BYTES,
-                                     messages_path=path or None)
+                                     messages_path=path or None, provider_records=False)
         if not result:
             raise FormatError("the file holds no conversation", source=name)
         registry.add(key, name, result.conversations, result.skipped)
@@ -274,9 +278,9 @@ def read_database_param() -> None:
 @st.cache_resource(show_spinner=False, max_entries=8)
 def _builtin(key: str) -> tuple[Conversation, ...]:
     if key == "sample":
-        return tuple(load_conversations(SAMPLE_FILE))
+        return tuple(load_conversations(SAMPLE_FILE, provider_records=False))
     if key == "retail":
-        return tuple(load_conversations(RETAIL_FILE))
+        return tuple(load_conversations(RETAIL_FILE, provider_records=False))
     if key.startswith("synthetic-"):
         n = int(key.removeprefix("synthetic-"))
         return (generate_conversation(n, seed=7),)

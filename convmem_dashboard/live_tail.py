@@ -107,7 +107,8 @@ class SessionTail:
             data = f.read(self.max_bytes + 1)
         try:
             result = parse_conversations(data, source_name=self.path.name,
-                                         max_bytes=self.max_bytes, counter=self.counter)
+                                         max_bytes=self.max_bytes, counter=self.counter,
+                                         provider_records=False)
             message = ""
         except FormatError as exc:  # e.g. only a first line so far: keep the last good parse
             result, message = self.state.result, str(exc)

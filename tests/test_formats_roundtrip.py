@@ -51,6 +51,30 @@ def test_same_format_round_trip_on_hand_made_files(name):
     assert dump_conversations(again, r.format) == text  # a fixed point
 
 
+@pytest.mark.parametrize("name", FILES)
+def test_provider_records_false_loads_the_same_conversations_without_them(name):
+    """provider_records=False: the same ids, messages, listing ids and tool calls; no records,
+    parts, provider roles or envelope; dump builds each conversation from its messages, and that
+    text loads the same messages again."""
+    full = load_conversations(DATA / name, counter=A)
+    bare = load_conversations(DATA / name, counter=A, provider_records=False)
+    assert [(c.id, c.user_id, c.messages, c.listing_ids, c.tool_calls, c.source_format) for c in bare] == [
+        (c.id, c.user_id, c.messages, c.listing_ids, c.tool_calls, c.source_format) for c in full
+    ]
+    assert [s.reason for s in bare.skipped] == [s.reason for s in full.skipped] and bare.format == full.format
+    assert all((c.records, c.parts, c.provider_roles, c.envelope) == ((), (), (), None) for c in bare)
+    assert any(c.records for c in full)  # the option changed something
+    again = parse_conversations(dump_conversations(bare, "openai-chat"), counter=A)
+    assert [[(m.role, m.content, m.tool_call_ids, m.tool_call_id) for m in c.messages] for c in again] == [
+        [(m.role, m.content, m.tool_call_ids, m.tool_call_id) for m in c.messages] for c in bare
+    ]
+
+
+def test_provider_records_must_be_a_bool():
+    with pytest.raises(TypeError, match="provider_records must be a bool, got 'no'"):
+        parse_conversations('[{"role": "user", "content": "hi"}]', provider_records="no")
+
+
 def test_real_retail_round_trip(tau_retail_file):
     r = load_conversations(tau_retail_file, counter=A)
     text = dump_conversations(r, "tau-bench")

@@ -42,12 +42,13 @@ def jsonl_upload(k: int, n_messages: int) -> bytes:
     "make",
     [
         lambda: tuple(parse_conversations(jsonl_upload(1, 3000))),
+        lambda: tuple(parse_conversations(jsonl_upload(1, 3000), provider_records=False)),
         lambda: tuple(parse_conversations(json.dumps(
             [{"role": "user", "content": "héllo wörld ✓ " * 40 + str(i), "tokens": 9} for i in range(2000)]
         ))),
         lambda: (generate_conversation(5000, seed=3),),
     ],
-    ids=["synthetic-jsonl", "non-ascii-json", "generated"],
+    ids=["synthetic-jsonl", "synthetic-jsonl-no-records", "non-ascii-json", "generated"],
 )
 def test_estimate_is_an_upper_bound_of_the_parsed_datas_memory(make):
     conversations, real = measured(make)
@@ -91,6 +92,22 @@ def test_the_data_layer_holding_many_uploads_stays_under_its_budget(monkeypatch)
         assert 0 < registry.total_bytes <= budget
         assert held <= budget, (held, budget)
         assert len(registry) < 30 and f"upload:" in registry.keys()[-1]
+    finally:
+        data._uploads.clear()
+
+
+def test_the_server_keeps_an_upload_without_its_provider_records():
+    """No page writes an upload back in its own format: the registry holds its messages only, at
+    well under half the estimated bytes of the same file with its records (synthetic JSONL)."""
+    data._uploads.clear()
+    blob = jsonl_upload(4, 2000)
+    try:
+        key = data.register_upload("r.jsonl", blob)
+        _name, kept = data._uploads().get(key)
+        assert [(c.records, c.parts, c.provider_roles, c.envelope) for c in kept] == [((), (), (), None)]
+        full = tuple(parse_conversations(blob))
+        assert [c.messages for c in kept] == [c.messages for c in full]
+        assert data._uploads().total_bytes == estimated_bytes(kept) < 0.5 * estimated_bytes(full)
     finally:
         data._uploads.clear()
 

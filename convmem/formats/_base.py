@@ -214,11 +214,14 @@ class Context:
 
     __slots__ = ("source", "_counter", "extract", "check_listings", "conv_ids", "auto_ids",
                  "conversations", "skipped", "strict", "_legacy", "counted", "first", "last",
-                 "batch")
+                 "batch", "keep_records")
 
     def __init__(self, source: str, counter: Any, extractor: Callable[[str], Iterable[str]] | None,
-                 strict: bool) -> None:
+                 strict: bool, keep_records: bool = True) -> None:
         self.source = source
+        # False: conversations carry no provider records, parts, provider roles or envelope
+        # (parse_conversations(provider_records=False): a caller that never exports them).
+        self.keep_records = keep_records
         self._counter = counter
         self.extract = extract_listing_ids if extractor is None else extractor
         self.check_listings = extractor is not None
@@ -608,11 +611,17 @@ class Builder:
             tuple(self.tool_calls) if calls else (),
             source=self.ctx.source,
             source_format=fmt,
-            records=tuple(self.records),
-            parts=tuple(self.parts) if self.has_parts else (),
-            provider_roles=tuple(self.proles),
-            envelope=envelope,
+            **(self._provider_metadata(envelope) if self.ctx.keep_records else {}),
         )
+
+    def _provider_metadata(self, envelope: Any) -> dict[str, Any]:
+        """What export needs of the provider's own shapes (Conversation.records and the rest)."""
+        return {
+            "records": tuple(self.records),
+            "parts": tuple(self.parts) if self.has_parts else (),
+            "provider_roles": tuple(self.proles),
+            "envelope": envelope,
+        }
 
 
 def json_fault(exc: json.JSONDecodeError, where: str) -> str:

@@ -256,6 +256,7 @@ def parse_conversations(
     listing_extractor: Callable[[str], Iterable[str]] | None = None,
     source_name: str | None = None,
     max_bytes: int = DEFAULT_MAX_BYTES,
+    provider_records: bool = True,
 ) -> LoadResult:
     """Parse a conversation file's bytes (e.g. from ``st.file_uploader``) or text.
 
@@ -281,6 +282,13 @@ def parse_conversations(
             :func:`~convmem.extract_listing_ids`.
         source_name: the name errors and conversations carry (default ``"<input>"``).
         max_bytes: the size cap; larger input raises FormatError before parsing.
+        provider_records: True (default) keeps each conversation's provider records, content
+            part indices, provider roles and envelope (``Conversation.records`` ...: what
+            :func:`dump_conversations` writes a conversation back from, unchanged). False leaves
+            them out, for a caller that keeps conversations and never writes them back in their
+            own format: the decoded JSON is freed after the load (an OpenAI JSONL file of 10^5
+            messages: about 74 MB of the 124 MB the parsed file holds), and dump builds each
+            conversation from its messages.
 
     Returns:
         a :class:`~convmem.LoadResult`: the conversations in file order, the skipped ones with
@@ -308,9 +316,11 @@ def parse_conversations(
     source = "<input>" if source_name is None else str(source_name)
     fmt, force_jsonl = _resolve(format)
     _check_common(max_bytes, listing_extractor, strict)
+    if not isinstance(provider_records, bool):
+        raise TypeError(f"provider_records must be a bool, got {provider_records!r}")
     path = _compile_path(messages_path)
     text = _decode(data, source, max_bytes)
-    ctx = Context(source, counter, listing_extractor, strict)
+    ctx = Context(source, counter, listing_extractor, strict, provider_records)
     # A load allocates millions of acyclic objects (decoded JSON, messages) that all stay alive:
     # the cyclic collector would walk them again and again (measured: a third of the load time,
     # benchmarks/bench_parse.py). Nothing here makes cycles, so it is paused for the load, and
@@ -385,6 +395,7 @@ def load_conversations(
     listing_extractor: Callable[[str], Iterable[str]] | None = None,
     source_name: str | None = None,
     max_bytes: int = DEFAULT_MAX_BYTES,
+    provider_records: bool = True,
 ) -> LoadResult:
     """Load conversations from a path or an open file (binary or text); see
     :func:`parse_conversations` for the arguments, the result and the errors.
@@ -421,6 +432,7 @@ def load_conversations(
     return parse_conversations(
         data, format=format, strict=strict, messages_path=messages_path, counter=counter,
         listing_extractor=listing_extractor, source_name=name, max_bytes=max_bytes,
+        provider_records=provider_records,
     )
 
 
