@@ -7,7 +7,6 @@ from pathlib import Path
 
 import streamlit as st
 
-from convmem_dashboard.entry import mark_entry
 from convmem_dashboard.gc_tuning import tune_gc
 from convmem_dashboard.questions import QUESTIONS
 from convmem_dashboard.warmup import HEAVY_MODULES, page_modules, warm_up
@@ -21,11 +20,11 @@ tune_gc()  # fewer young GC passes over the cached 10^5-message replays (convmem
 # The page list first: on a fresh server the sidebar shows it at once, before convmem is imported
 # below (issue 10 item 3). Neither reads nor echoes the URL's query parameters.
 PAGES = (  # (file, title, icon); the first is the default page
-    ("pages/home.py", "Home", ":material/home:"),
-    ("pages/flaky_store.py", "Flaky store", ":material/cloud_sync:"),
-    ("pages/token_budget.py", "Token budget", ":material/data_usage:"),
-    ("pages/listing_eviction.py", "Listing eviction", ":material/shopping_cart:"),
-    ("pages/agent_session.py", "Agent session", ":material/smart_toy:"),
+    ("app_pages/home.py", "Home", ":material/home:"),
+    ("app_pages/flaky_store.py", "Flaky store", ":material/cloud_sync:"),
+    ("app_pages/token_budget.py", "Token budget", ":material/data_usage:"),
+    ("app_pages/listing_eviction.py", "Listing eviction", ":material/shopping_cart:"),
+    ("app_pages/agent_session.py", "Agent session", ":material/smart_toy:"),
 )
 pg = st.navigation([st.Page(f, title=t, icon=i, default=f == PAGES[0][0]) for f, t, i in PAGES])
 page_file = next(f for f, t, _ in PAGES if t == pg.title)
@@ -48,7 +47,6 @@ read_database_param()
 # ?seed=inf raises before a page could catch it (convmem_dashboard.url_params, issue 9).
 sanitize_query_params()
 dataset_picker()
-mark_entry()
 if question_slot is not None:
     question_slot.empty()
 pg.run()

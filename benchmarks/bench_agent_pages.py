@@ -54,8 +54,8 @@ def main() -> None:
     print(f"{args.records:,} records, {len(data) / 1e6:.1f} MB; upload on Home {t_upload:.2f} s; "
           f"baseline rerun {base * 1000:.1f} ms; median of {args.repeat}")
     print(f"{'page':<16}{'first s':>9}{'rerun s':>9}{'ratio':>8}{'change s':>10}{'ratio':>8}")
-    for name, page, change in (("token_budget", "pages/token_budget.py", "limit"),
-                               ("agent_session", "pages/agent_session.py", "data_p_in")):
+    for name, page, change in (("token_budget", "app_pages/token_budget.py", "limit"),
+                               ("agent_session", "app_pages/agent_session.py", "data_p_in")):
         at.switch_page(page)
         if name == "token_budget":
             at.session_state["conv"] = "gen"

@@ -62,10 +62,10 @@ DASHBOARD = str(ROOT / "dashboard.py")
 TIMEOUT = 600.0
 # page, its main widget's key (None: home, whose change is an upload)
 PAGES = (
-    ("home", "pages/home.py", None),
-    ("flaky_store", "pages/flaky_store.py", "rate"),
-    ("token_budget", "pages/token_budget.py", "limit"),
-    ("listing_eviction", "pages/listing_eviction.py", "cap"),
+    ("home", "app_pages/home.py", None),
+    ("flaky_store", "app_pages/flaky_store.py", "rate"),
+    ("token_budget", "app_pages/token_budget.py", "limit"),
+    ("listing_eviction", "app_pages/listing_eviction.py", "cap"),
 )
 COLUMNS = ("cold", "new session", "rerun", "change (new)", "change (cached)")
 
@@ -204,7 +204,7 @@ MATRIX_COLUMNS = ("to this setting", "limit step (new)", "limit back (cached)", 
 def budget_matrix(data: str, combos=COMBOS, summaries=(False, True), clearing=(False, True)) -> list[dict]:
     """Token budget: each widget change's rerun time for each (summaries, clearing, policies)
     setting (clearing on: the CLEARING_COMBOS only)."""
-    at = open_page("pages/token_budget.py", data)
+    at = open_page("app_pages/token_budget.py", data)
     timed_run(at)
     timed_run(at)
     rows = []

@@ -28,7 +28,7 @@ from bench_pages import (
     DASHBOARD, TIMEOUT, AppTest, baseline, fragment_reruns, quiet, server_like_script_cache, timed_run,
 )
 
-PAGE = "pages/token_budget.py"
+PAGE = "app_pages/token_budget.py"
 #: Follow-up runs tried at most before giving up (20 limits at >= 1 limit per run, plus slack).
 MAX_FOLLOW_UPS = 100
 

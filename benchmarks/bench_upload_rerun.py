@@ -48,8 +48,8 @@ def main() -> None:
         finally:
             inside.append(time.thread_time() - t0)
 
-    data.register_upload = timed_register  # pages/home.py imports it at each run
-    at = pages.open_page("pages/home.py", "synthetic-100000")
+    data.register_upload = timed_register  # app_pages/home.py imports it at each run
+    at = pages.open_page("app_pages/home.py", "synthetic-100000")
     pages.timed_run(at)
     pages.timed_run(at)
     walls, cpus = [], []

@@ -48,14 +48,14 @@ class Scenario:
 
 
 SCENARIOS = (
-    Scenario("token_budget", "pages/token_budget.py", expanders=("cmp", "sweep")),
-    Scenario("token_budget_summaries", "pages/token_budget.py", {"sum": True}),
-    Scenario("token_budget_clearing_summaries", "pages/token_budget.py", {"sum": True, "clr": True}),
-    Scenario("flaky_store", "pages/flaky_store.py"),
-    Scenario("flaky_sqlite", "pages/flaky_store.py", {"store": "SQLite store (keyset cursors)"}),
-    Scenario("listing_eviction", "pages/listing_eviction.py"),
-    Scenario("agent_session", "pages/agent_session.py"),
-    Scenario("home", "pages/home.py"),
+    Scenario("token_budget", "app_pages/token_budget.py", expanders=("cmp", "sweep")),
+    Scenario("token_budget_summaries", "app_pages/token_budget.py", {"sum": True}),
+    Scenario("token_budget_clearing_summaries", "app_pages/token_budget.py", {"sum": True, "clr": True}),
+    Scenario("flaky_store", "app_pages/flaky_store.py"),
+    Scenario("flaky_sqlite", "app_pages/flaky_store.py", {"store": "SQLite store (keyset cursors)"}),
+    Scenario("listing_eviction", "app_pages/listing_eviction.py"),
+    Scenario("agent_session", "app_pages/agent_session.py"),
+    Scenario("home", "app_pages/home.py"),
 )
 
 

@@ -1,4 +1,4 @@
-"""Support code of the convmem Streamlit dashboard (pages/ stay thin: widgets in, one call into
+"""Support code of the convmem Streamlit dashboard (app_pages/ stay thin: widgets in, one call into
 convmem, a figure from a pure builder out).
 
 * ``data``: datasets, uploads and the sidebar picker (imports streamlit).

@@ -322,27 +322,52 @@ def limit_bounds(total_tokens: int, first_tokens: int = 0) -> LimitBounds:
 
 
 def sweep_grid(lo: int, hi: int, count: int, step: int = 1, through: int | None = None) -> tuple[int, ...]:
-    """At most ``count`` limits in [lo, hi], evenly spaced, one of them ``through`` (the current
-    limit; ``lo`` when None), sorted.
+    """``count`` limits in [lo, hi], evenly spaced, one of them ``through`` (the current limit;
+    ``lo`` when None), sorted; fewer only when [lo, hi] holds fewer multiples of ``step`` about
+    ``through``.
 
-    The spacing is the smallest multiple of ``step`` that covers [lo, hi] in ``count`` points,
-    so the grid reaches within one spacing of both ends; each limit is ``through`` plus a
-    multiple of the spacing (a multiple of ``step`` when ``through`` is).
+    The spacing is the largest multiple of ``step`` that fits ``count`` limits through
+    ``through`` in [lo, hi]; each limit is ``through`` plus a multiple of it (a multiple of
+    ``step`` when ``through`` is). When more than ``count`` fit, the ``count`` in a row that hold
+    ``through`` and leave the most even margins at the two ends are kept. O(count + log(hi - lo))
+    (a binary search over spacings).
 
     >>> sweep_grid(10, 1270, 5, 10)
-    (10, 330, 650, 970)
+    (10, 320, 630, 940, 1250)
     >>> sweep_grid(10, 1270, 5, 10, through=430)
-    (110, 430, 750, 1070)
-    >>> sweep_grid(10, 1270, 20, 10, through=430)[:4]
-    (10, 80, 150, 220)
+    (150, 430, 710, 990, 1270)
+    >>> len(sweep_grid(10, 1270, 20, 10, through=430)), sweep_grid(10, 40, 20, 10)
+    (20, (10, 20, 30, 40))
     """
     count = max(2, int(count))
     step = max(1, int(step))
     lo, hi = int(lo), max(int(lo), int(hi))
-    spacing = max(step, math.ceil((hi - lo) / (count - 1) / step) * step)
     anchor = lo if through is None else min(max(int(through), lo), hi)
-    first = anchor - ((anchor - lo) // spacing) * spacing
-    return tuple(range(first, hi + 1, spacing))[:count]
+    below, above = anchor - lo, hi - anchor
+
+    def fits(spacing: int) -> int:  # limits through the anchor, in [lo, hi], at this spacing
+        return below // spacing + above // spacing + 1
+
+    # the largest multiple of step that fits count limits (fits() falls as the spacing grows)
+    small, large = 1, max(1, math.ceil((hi - lo) / (count - 1) / step))
+    if fits(large * step) < count:
+        while large - small > 1:
+            mid = (small + large) // 2
+            if fits(mid * step) >= count:
+                small = mid
+            else:
+                large = mid
+        spacing = small * step
+    else:
+        spacing = large * step
+    first = anchor - (below // spacing) * spacing
+    grid = range(first, hi + 1, spacing)
+    if len(grid) <= count:
+        return tuple(grid)
+    at = (anchor - first) // spacing
+    starts = range(max(0, at - count + 1), min(at, len(grid) - count) + 1)
+    best = min(starts, key=lambda k: abs((grid[k] - lo) - (hi - grid[k + count - 1])))
+    return tuple(grid[best:best + count])
 
 
 # -------------------------------------------------------------------------------------- words

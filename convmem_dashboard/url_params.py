@@ -79,7 +79,7 @@ POLICIES = ("pin_system", "pin_latest_user", "keep_tool_groups", "start_on_user"
 #: Token budget target modes: off (target = limit), a percentage of the limit, or a token count.
 TARGET_MODES = ("off", "percent", "tokens")
 #: Keys the dashboard reads and writes itself instead of binding a widget (the shared conversation
-#: selection, convmem_dashboard.selection; the per-shopper cap slider, pages/listing_eviction.py).
+#: selection, convmem_dashboard.selection; the per-shopper cap slider, app_pages/listing_eviction.py).
 UNBOUND_KEYS = ("conv", "shopper", "cap")
 #: What counts as a listing (convmem_dashboard.listing_definitions.DEFINITIONS).
 LISTING_DEFINITIONS = ("digits", "catalog", "keys")

@@ -55,11 +55,11 @@ class PageLink:
 
 
 PAGE_LINKS = (
-    PageLink("pages/flaky_store.py", "Flaky store", ":material/cloud_sync:", QUESTIONS["flaky_store"]),
-    PageLink("pages/token_budget.py", "Token budget", ":material/data_usage:", QUESTIONS["token_budget"]),
-    PageLink("pages/listing_eviction.py", "Listing eviction", ":material/shopping_cart:",
+    PageLink("app_pages/flaky_store.py", "Flaky store", ":material/cloud_sync:", QUESTIONS["flaky_store"]),
+    PageLink("app_pages/token_budget.py", "Token budget", ":material/data_usage:", QUESTIONS["token_budget"]),
+    PageLink("app_pages/listing_eviction.py", "Listing eviction", ":material/shopping_cart:",
              QUESTIONS["listing_eviction"]),
-    PageLink("pages/agent_session.py", "Agent session", ":material/smart_toy:",
+    PageLink("app_pages/agent_session.py", "Agent session", ":material/smart_toy:",
              QUESTIONS["agent_session"]),
 )
 

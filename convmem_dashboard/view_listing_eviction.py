@@ -1,6 +1,6 @@
 """The Listing eviction page's view model: everything the page derives, as pure functions.
 
-The page (pages/listing_eviction.py) reads widgets, calls these, and draws. Nothing here imports
+The page (app_pages/listing_eviction.py) reads widgets, calls these, and draws. Nothing here imports
 streamlit, so plain pytest checks it (tests/test_view_listing_eviction.py).
 
 * :data:`QUESTION`: the one sentence the page opens with.

@@ -1,7 +1,7 @@
 """View model of the Token budget page: widget values in, HistorySettings and view choices out.
 
 Pure functions over plain values (no Streamlit), so plain pytest checks them
-(tests/test_view_token_budget.py). The page (pages/token_budget.py) reads widgets, calls these,
+(tests/test_view_token_budget.py). The page (app_pages/token_budget.py) reads widgets, calls these,
 makes one cached call into convmem per computation and draws.
 
 >>> b = LimitBounds(1000, 200000, 1000, 32000)

@@ -49,9 +49,9 @@ def page_modules(page_file: str | Path, root: Path = ROOT) -> tuple[str, ...]:
     ``p/x/`` package). Relative imports are left out. O(size of the file), once per path
     (cached); raises OSError / SyntaxError when the file cannot be read / parsed.
 
-    >>> page_modules(ROOT / "pages" / "token_budget.py")[:3]
+    >>> page_modules(ROOT / "app_pages" / "token_budget.py")[:3]
     ('__future__', 're', 'streamlit')
-    >>> "convmem_dashboard.cache_budget" in page_modules(ROOT / "pages" / "token_budget.py")
+    >>> "convmem_dashboard.cache_budget" in page_modules(ROOT / "app_pages" / "token_budget.py")
     True
     """
     tree = ast.parse(Path(page_file).read_text(encoding="utf-8"))

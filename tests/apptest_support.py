@@ -26,7 +26,7 @@ def metrics(at: AppTest) -> dict[str, str]:
 
 
 def open_dashboard_page(page: str, query: dict[str, str] | None = None, data: str | None = None) -> AppTest:
-    """Run the dashboard on ``page`` (e.g. "pages/flaky_store.py") with URL params and a dataset key."""
+    """Run the dashboard on ``page`` (e.g. "app_pages/flaky_store.py") with URL params and a dataset key."""
     at = dashboard_app()
     at.switch_page(page)
     if query:
@@ -45,7 +45,7 @@ def open_token_budget_sections(at: AppTest, query: dict | None) -> None:
             at.session_state[key] = True
 
 
-PAGES = ("pages/home.py", "pages/flaky_store.py", "pages/token_budget.py", "pages/listing_eviction.py")
+PAGES = ("app_pages/home.py", "app_pages/flaky_store.py", "app_pages/token_budget.py", "app_pages/listing_eviction.py")
 UPLOAD_ERROR_HEAD = "Could not read the upload; nothing was loaded. What is wrong and where:"
 
 

@@ -157,6 +157,17 @@ def test_a_file_with_no_messages_is_a_format_error():
         parse_conversations(text)
 
 
+@pytest.mark.parametrize("name", sorted(p.name for p in DATA.iterdir()))
+def test_without_provider_records_a_session_keeps_its_agent_session(name):
+    """provider_records=False drops the provider's records, not convmem's reading of the session
+    (the envelope's AgentSession: agent, model, reported compactions, usage)."""
+    full, bare = load(name), load(name, provider_records=False)
+    assert [c.messages for c in bare] == [c.messages for c in full]
+    assert [session_of(c) for c in bare] == [session_of(c) for c in full]
+    assert all(session_of(c) is not None for c in bare)
+    assert all((c.records, c.parts, c.provider_roles) == ((), (), ()) for c in bare)
+
+
 def test_claude_code_round_trip_same_format_and_from_another_format():
     r = load("claude_code_session.jsonl")
     again = parse_conversations(dump_conversations(r, "claude-code"), counter=Words())

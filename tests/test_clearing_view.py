@@ -111,7 +111,7 @@ def test_page_shows_clearing_from_the_url(tmp_path):
     trigger = conv.total_tokens // 3
     query = {"conv": conv.id, "limit": str(limit), "clr": "true", "clr_trig": str(trigger), "clr_keep": "1",
              "cmp": "true"}
-    at = ok(open_dashboard_page("pages/token_budget.py", query))
+    at = ok(open_dashboard_page("app_pages/token_budget.py", query))
     s = with_clearing(HistorySettings(limit), True, trigger, 1, 0)
     r = replay(conv.messages, s)
     assert r.stats.clearings > 0, "the sample conversation should clear something"
@@ -160,7 +160,7 @@ def test_page_sweep_covers_clearing_trigger_and_keep():
     trigger = conv.total_tokens // 3
     query = {"conv": conv.id, "limit": str(limit), "clr": "true", "clr_trig": str(trigger), "clr_keep": "1",
              "sweep": "true"}
-    at = ok(open_dashboard_page("pages/token_budget.py", query))
+    at = ok(open_dashboard_page("app_pages/token_budget.py", query))
     table = next(d.value for d in at.dataframe if "cache breaks" in d.value.columns)
     current = table[table["current"] == "◀"].iloc[0]
     assert (current["trigger (tokens)"], current["keep"]) == (trigger, 1)
@@ -182,7 +182,7 @@ def test_page_says_when_clearing_is_on_and_never_ran():
     conv = next(c for c in get_dataset("sample").conversations
                 if replay(c.messages, settings_of(c)).stats.clearings == 0)
     s = settings_of(conv)
-    at = ok(open_dashboard_page("pages/token_budget.py", {"conv": conv.id, "clr": "true"}))
+    at = ok(open_dashboard_page("app_pages/token_budget.py", {"conv": conv.id, "clr": "true"}))
     assert at.slider(key="limit").value == s.limit
     stats = replay(conv.messages, s).stats
     shown = [c.value for c in at.caption if c.value.startswith("Clearing is on but never ran")]

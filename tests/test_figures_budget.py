@@ -16,6 +16,8 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from convmem import HistorySettings, Message, context_at, load_conversations, replay, sweep_limits
 from convmem.synthetic import generate_conversation
@@ -427,11 +429,36 @@ def test_limit_bounds_and_grid():
             gaps = {b - a for a, b in zip(grid, grid[1:])}
             assert len(gaps) == 1, (through, count, grid)  # evenly spaced
             gap = gaps.pop()
-            assert gap % step == 0 and 2 <= len(grid) <= count
-            assert (lo if through is None else through) in grid  # the current limit is swept
-            assert lo <= grid[0] < lo + gap and hi - gap < grid[-1] <= hi  # the whole range
+            anchor = lo if through is None else min(max(through, lo), hi)
+            room = (anchor - lo) // step + (hi - anchor) // step + 1  # limits at the finest spacing
+            assert gap % step == 0 and len(grid) == min(count, room)  # as many as asked when they fit
+            assert anchor in grid  # the current limit is swept
+            # the whole range: margins of at most a spacing each, or (when more than count fit at
+            # the largest spacing) together at most a spacing plus count steps
+            assert lo <= grid[0] and grid[-1] <= hi
+            assert (grid[0] - lo) + (hi - grid[-1]) <= max(2 * gap - 2, gap + count * step), (through, count, grid)
             if through is not None and through % step == 0:
                 assert all(x % step == 0 for x in grid)
+
+
+@settings(max_examples=300, deadline=None)
+@given(lo=st.integers(1, 5000), span=st.integers(0, 20_000), step=st.integers(1, 1000),
+       count=st.integers(2, 60), through=st.none() | st.integers(0, 30_000))
+def test_sweep_grid_gives_as_many_limits_as_asked_at_the_largest_spacing(lo, span, step, count, through):
+    """Against the definition: every spacing (a multiple of step) is tried, the largest that
+    fits count limits through the current limit is the one used."""
+    hi = lo + span
+    grid = tb.sweep_grid(lo, hi, count, step, through=through)
+    anchor = lo if through is None else min(max(through, lo), hi)
+    below, above = anchor - lo, hi - anchor
+    room = below // step + above // step + 1
+    assert len(grid) == min(count, room) and anchor in grid and lo <= grid[0] and grid[-1] <= hi
+    if len(grid) > 1:
+        gap = grid[1] - grid[0]
+        assert all(b - a == gap for a, b in zip(grid, grid[1:])) and gap % step == 0
+        largest = max(k * step for k in range(1, span // step + 2)
+                      if below // (k * step) + above // (k * step) + 1 >= min(count, room))
+        assert gap == largest
 
 
 # ------------------------------------------------------------------- review fixes (layout, words)

@@ -62,7 +62,7 @@ def test_provider_records_false_loads_the_same_conversations_without_them(name):
         (c.id, c.user_id, c.messages, c.listing_ids, c.tool_calls, c.source_format) for c in full
     ]
     assert [s.reason for s in bare.skipped] == [s.reason for s in full.skipped] and bare.format == full.format
-    assert all((c.records, c.parts, c.provider_roles, c.envelope) == ((), (), (), None) for c in bare)
+    assert all((c.records, c.parts, c.provider_roles, c.envelope) == ((), (), (), None) for c in bare)  # (sessions: tests/test_agent_sessions.py)
     assert any(c.records for c in full)  # the option changed something
     again = parse_conversations(dump_conversations(bare, "openai-chat"), counter=A)
     assert [[(m.role, m.content, m.tool_call_ids, m.tool_call_id) for m in c.messages] for c in again] == [

@@ -113,11 +113,11 @@ def test_is_formula_matches_the_reference_on_the_corpus_strings():
 
 def test_no_page_calls_st_download_button_itself():
     """Every download goes through export_safety.download_csv / download_json (one escaping)."""
-    for page in (ROOT / "pages").glob("*.py"):
+    for page in (ROOT / "app_pages").glob("*.py"):
         source = page.read_text(encoding="utf-8")
         assert "download_button(" not in source, f"{page.name} calls st.download_button directly"
     pages_with_downloads = {
-        p.name for p in (ROOT / "pages").glob("*.py")
+        p.name for p in (ROOT / "app_pages").glob("*.py")
         if re.search(r"\bdownload_(csv|json)\(", p.read_text(encoding="utf-8"))
     }
     assert pages_with_downloads == {"flaky_store.py", "token_budget.py", "listing_eviction.py",
@@ -155,9 +155,9 @@ def formula_downloads() -> dict[str, dict[str, str]]:
 @pytest.mark.parametrize(
     ("page", "names"),
     [
-        ("pages/flaky_store.py", {"flaky-store-truth.csv", "flaky-store-calls.csv"}),
-        ("pages/token_budget.py", None),  # names carry the conversation id: checked by suffix
-        ("pages/listing_eviction.py", {"listing-eviction.csv"}),
+        ("app_pages/flaky_store.py", {"flaky-store-truth.csv", "flaky-store-calls.csv"}),
+        ("app_pages/token_budget.py", None),  # names carry the conversation id: checked by suffix
+        ("app_pages/listing_eviction.py", {"listing-eviction.csv"}),
     ],
 )
 def test_every_download_of_every_page_has_no_formula_cell(formula_downloads, page, names):
@@ -180,7 +180,7 @@ def test_every_download_of_every_page_has_no_formula_cell(formula_downloads, pag
 
 
 def test_token_budget_table_keeps_the_hostile_text_after_the_quote(formula_downloads):
-    files = formula_downloads["pages/token_budget.py"]
+    files = formula_downloads["app_pages/token_budget.py"]
     table = next(t for n, t in files.items() if n.endswith(".csv"))
     rows = list(csv.DictReader(io.StringIO(table, newline="")))
     # The page opens the conversation with the most tokens among the first ten: c1 (28 tokens).

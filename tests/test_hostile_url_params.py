@@ -52,7 +52,7 @@ def bound_keys(path: Path) -> set[str]:
 def test_the_table_covers_exactly_the_url_bound_keys_of_the_pages():
     found = set()
     panels = (ROOT / "convmem_dashboard").glob("panel_*.py")  # widgets a page renders through a module
-    for path in [*(ROOT / "pages").glob("*.py"), ROOT / "convmem_dashboard" / "data.py", *panels]:
+    for path in [*(ROOT / "app_pages").glob("*.py"), ROOT / "convmem_dashboard" / "data.py", *panels]:
         found |= bound_keys(path)
     # conv, shopper, cap: read and written by code (the shared selection, the per-shopper cap)
     assert not found & set(UNBOUND_KEYS)
@@ -60,8 +60,8 @@ def test_the_table_covers_exactly_the_url_bound_keys_of_the_pages():
 
 
 def test_pages_take_static_ranges_and_defaults_from_the_table():
-    flaky = (ROOT / "pages" / "flaky_store.py").read_text(encoding="utf-8")
-    budget = (ROOT / "pages" / "token_budget.py").read_text(encoding="utf-8")
+    flaky = (ROOT / "app_pages" / "flaky_store.py").read_text(encoding="utf-8")
+    budget = (ROOT / "app_pages" / "token_budget.py").read_text(encoding="utf-8")
     for key in ("rate", "burst", "seed", "rep", "cyc", "empty", "psize", "tries", "base", "maxd", "dl"):
         assert f'*P["{key}"].slider' in flaky, key
     for key in ("tgt", "b_tgt", "sw_n"):
@@ -182,15 +182,15 @@ def test_sanitize_never_raises_keeps_only_valid_values_and_is_idempotent(query):
 # ----------------------------------------------------------------------------- AppTest fuzzing
 
 PAGE_KEYS = {
-    "pages/home.py": ["data", "conv"],
-    "pages/flaky_store.py": ["data", "conv", "rate", "burst", "seed", "rep", "cyc", "wrap", "empty", "psize",
+    "app_pages/home.py": ["data", "conv"],
+    "app_pages/flaky_store.py": ["data", "conv", "rate", "burst", "seed", "rep", "cyc", "wrap", "empty", "psize",
                              "overlap", "tries", "base", "maxd", "dl", "epe", "mode", "step", "truth_all",
                              "store", "arr", "arr_at", "hwm"],
-    "pages/token_budget.py": ["data", "conv", "limit", "pin_sys", "pin_user", "tools", "on_user", "tmode", "tgt",
+    "app_pages/token_budget.py": ["data", "conv", "limit", "pin_sys", "pin_user", "tools", "on_user", "tmode", "tgt",
                               "tgt_tok", "sum", "sb", "win", "ev", "ctx_step", "cmp", "b_limit", "b_tgt", "b_sum",
                               "b_pol", "sweep", "sw_n", "pg", "cp", "cp_in", "cp_read", "cp_write", "cp_min",
                               "cp_inc", "sl_p", "sl_id", "clr", "clr_trig", "clr_keep", "clr_min", "b_clr"],
-    "pages/listing_eviction.py": ["data", "conv", "shopper", "cap", "only", "listing"],
+    "app_pages/listing_eviction.py": ["data", "conv", "shopper", "cap", "only", "listing"],
 }
 #: Values that open the widgets shown only under another setting (target, budget, B, step mode).
 GATES = [
@@ -215,7 +215,7 @@ def assert_fixes_named(at, query):
 @pytest.mark.parametrize("page", PAGES)
 def test_every_key_of_every_page_with_a_hostile_value(page, value):
     """All keys of the table at once (other pages' keys are unknown keys here) plus junk keys."""
-    for gate in ([{}] if page != "pages/token_budget.py" else GATES):
+    for gate in ([{}] if page != "app_pages/token_budget.py" else GATES):
         query = {key: value for key in PARAMS}
         query.update({"unknown": value, "x" * 50: "1"})
         query.update(gate)
@@ -228,11 +228,11 @@ def test_every_key_of_every_page_with_a_hostile_value(page, value):
 @pytest.mark.parametrize(
     ("page", "key"),
     [(page, key) for page, keys in PAGE_KEYS.items() for key in keys
-     if PARAMS[key].kind in ("int", "float", "int_range") and page != "pages/home.py"],
+     if PARAMS[key].kind in ("int", "float", "int_range") and page != "app_pages/home.py"],
 )
 def test_each_numeric_key_alone_on_its_page(page, key, value):
     gate = {}
-    if page == "pages/token_budget.py":
+    if page == "app_pages/token_budget.py":
         gate = GATES[1] if key == "tgt_tok" else GATES[0]
     elif key == "step":
         gate = {"mode": "Step by step"}

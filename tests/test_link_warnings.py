@@ -21,7 +21,7 @@ def link_warnings(at) -> list[str]:
 
 @pytest.mark.parametrize("raw", ["99999999", "5", "1221"])
 def test_an_out_of_range_limit_in_a_link_is_named_once(raw):
-    at = ok(open_dashboard_page("pages/token_budget.py", {"conv": "fatima_kim_4514-1", "limit": raw}))
+    at = ok(open_dashboard_page("app_pages/token_budget.py", {"conv": "fatima_kim_4514-1", "limit": raw}))
     lo, hi = int(at.slider(key="limit").min), int(at.slider(key="limit").max)
     assert hi == 1_220
     assert link_warnings(at) == [
@@ -33,11 +33,11 @@ def test_an_out_of_range_limit_in_a_link_is_named_once(raw):
 
 
 def test_an_in_range_limit_says_nothing():
-    at = ok(open_dashboard_page("pages/token_budget.py", {"conv": "fatima_kim_4514-1", "limit": "500"}))
+    at = ok(open_dashboard_page("app_pages/token_budget.py", {"conv": "fatima_kim_4514-1", "limit": "500"}))
     assert at.slider(key="limit").value == 500 and link_warnings(at) == []
 
 
-@pytest.mark.parametrize("page", ["pages/token_budget.py", "pages/home.py", "pages/flaky_store.py"])
+@pytest.mark.parametrize("page", ["app_pages/token_budget.py", "app_pages/home.py", "app_pages/flaky_store.py"])
 def test_an_unknown_conversation_in_a_link_is_named_once(page):
     at = ok(open_dashboard_page(page, {"conv": "nope-1"}))
     shown = at.query_params["conv"]

@@ -33,7 +33,7 @@ def test_upload_on_home_then_token_budget_shows_the_agents_compactions():
     shown = metrics(at)
     assert (shown["Conversations"], shown["Messages"]) == ("2", "12")
     assert [s.value for s in at.success] == ["Using the uploaded file: 2 conversations."]
-    at.switch_page("pages/token_budget.py")
+    at.switch_page("app_pages/token_budget.py")
     at.session_state["conv"] = "S1"
     at.session_state["cmp"] = True  # the comparison, with the cost panel, starts closed
     ok(at.run())
@@ -47,7 +47,7 @@ def test_upload_on_home_then_token_budget_shows_the_agents_compactions():
 
 def test_agent_session_page_usage_calibration_cost_and_redacted_download():
     at = uploaded()
-    at.switch_page("pages/agent_session.py")
+    at.switch_page("app_pages/agent_session.py")
     with DeferredDownloads() as dl:
         ok(at.run())
         usage = frame(at, "reported prompt")
@@ -65,7 +65,7 @@ def test_agent_session_page_usage_calibration_cost_and_redacted_download():
 
 def test_agent_session_page_without_sessions_says_where_to_get_one():
     at = dashboard_app()
-    at.switch_page("pages/agent_session.py")
+    at.switch_page("app_pages/agent_session.py")
     ok(at.run())
     assert any("holds no coding-agent session" in i.value for i in at.info)
     # the paths are code, so Markdown keeps their ~ and * (it struck them out as ~...~ and *...*)
@@ -104,7 +104,7 @@ def test_follow_on_the_page(tmp_path, monkeypatch):
     shutil.copy(DATA / "claude_code_session.jsonl", root / "s.jsonl")
     monkeypatch.setenv("CONVMEM_SESSION_ROOTS", str(root))
     at = dashboard_app()
-    at.switch_page("pages/agent_session.py")
+    at.switch_page("app_pages/agent_session.py")
     ok(at.run())
     at.text_input(key="tail_path").set_value(str(root / "s.jsonl"))
     at.toggle(key="tail_on").set_value(True)

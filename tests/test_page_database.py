@@ -63,7 +63,7 @@ def chosen(at: AppTest) -> str:
 
 
 def open_home() -> AppTest:
-    return ok(open_dashboard_page("pages/home.py"))
+    return ok(open_dashboard_page("app_pages/home.py"))
 
 
 def submit_database(at: AppTest, text: str) -> AppTest:
@@ -108,7 +108,7 @@ def test_every_page_opens_a_database_conversation_from_a_link(sqlite_db, convers
     with SQLStore(f"sqlite:///{sqlite_db}") as store:
         ids = store.conversation_ids()
         counts = {cid: len(load_history(store.pager(cid))) for cid in ids}
-    if page == "pages/flaky_store.py":
+    if page == "app_pages/flaky_store.py":
         assert conv_ids(at) == ids
         cid = chosen(at)
         assert metrics(at)[f"Loaded (of {counts[cid]:,} messages)"] == f"{counts[cid]:,}"
@@ -116,12 +116,12 @@ def test_every_page_opens_a_database_conversation_from_a_link(sqlite_db, convers
         at = ok(open_dashboard_page(page, {"data": key, "conv": ids[-1]}))
         assert chosen(at) == ids[-1]
         assert metrics(at)[f"Loaded (of {counts[ids[-1]]:,} messages)"] == f"{counts[ids[-1]]:,}"
-    elif page == "pages/token_budget.py":
+    elif page == "app_pages/token_budget.py":
         assert set(conv_ids(at)) == set(ids)
 
 
 def test_db_url_parameter_opens_the_database_and_leaves_the_url(sqlite_db, conversations):
-    at = ok(open_dashboard_page("pages/flaky_store.py", {"db": f"sqlite:///{sqlite_db}"}))
+    at = ok(open_dashboard_page("app_pages/flaky_store.py", {"db": f"sqlite:///{sqlite_db}"}))
     assert at.session_state["data"].startswith("db:")
     assert "db" not in at.query_params
     assert conv_ids(at) == [c.id for c in conversations]
@@ -161,7 +161,7 @@ def test_a_file_that_is_not_a_database_or_has_no_convmem_tables(tmp_path):
 
 
 def test_bad_db_parameter_is_a_readable_message_and_is_dropped_from_the_url():
-    at = ok(open_dashboard_page("pages/flaky_store.py",
+    at = ok(open_dashboard_page("app_pages/flaky_store.py",
                                 {"db": f"postgresql://agent:{SECRET}@127.0.0.1:1/memory"}))
     assert "db" not in at.query_params
     assert "could not open 'postgresql+psycopg://agent:***@127.0.0.1:1/memory'" in db_error(at)
@@ -170,7 +170,7 @@ def test_bad_db_parameter_is_a_readable_message_and_is_dropped_from_the_url():
 
 
 def test_a_link_to_a_database_this_server_never_opened():
-    at = ok(open_dashboard_page("pages/home.py", {"data": "db:0123456789abcdef"}))
+    at = ok(open_dashboard_page("app_pages/home.py", {"data": "db:0123456789abcdef"}))
     assert "has not opened" in db_error(at)
     assert at.session_state["data"] == "sample"
 
@@ -199,7 +199,7 @@ def _sample_db_messages(cid):
 @pytest.mark.parametrize("high_water", [True, False])
 def test_arrivals_while_paging_are_neither_skipped_nor_repeated(high_water):
     query = {"store": SQLITE_STORE, "arr": "6", "arr_at": "2", "hwm": str(high_water).lower()}
-    at = ok(open_dashboard_page("pages/flaky_store.py", query, data="sample-db"))
+    at = ok(open_dashboard_page("app_pages/flaky_store.py", query, data="sample-db"))
     messages = _sample_db_messages(chosen(at))
     assert len(messages) > 2 * 5  # page size 5: the writer appends after page 2, mid-load
     shown = metrics(at)
@@ -220,7 +220,7 @@ def test_arrivals_while_paging_are_neither_skipped_nor_repeated(high_water):
 
 
 def test_sqlite_store_failure_is_honest():
-    at = ok(open_dashboard_page("pages/flaky_store.py",
+    at = ok(open_dashboard_page("app_pages/flaky_store.py",
                                 {"store": SQLITE_STORE, "rate": "1.0"}, data="sample-db"))
     shown = metrics(at)
     assert "Lost" not in shown and shown["Loaded before the failure"] == "0"
@@ -256,7 +256,7 @@ def test_postgresql_database_on_home_and_flaky_store(pg_database, conversations)
     assert SECRET not in all_text(at)
     assert metrics(at)["Dataset"].replace("\\", "").endswith(sa.engine.make_url(pg_database).database)
     assert any("***" in c.value.replace("\\", "") for c in at.caption)  # the full URL, hidden password
-    at = ok(open_dashboard_page("pages/flaky_store.py", {"data": key}))
+    at = ok(open_dashboard_page("app_pages/flaky_store.py", {"data": key}))
     assert conv_ids(at) == [c.id for c in conversations]
     assert metrics(at)["Lost"] == "0"
     assert SECRET not in all_text(at)

@@ -18,8 +18,8 @@ from convmem_dashboard.choices import default_conversation_id
 
 ROOT = Path(__file__).resolve().parent.parent
 SAMPLE = ROOT / "sample_data" / "shoppers.jsonl"
-PAGE = "pages/flaky_store.py"
-# The page's defaults (pages/flaky_store.py): what a first load shows.
+PAGE = "app_pages/flaky_store.py"
+# The page's defaults (app_pages/flaky_store.py): what a first load shows.
 DEFAULT_FAULTS = {"failure_rate": 0.3, "burst_length": 1, "overlap": 1, "seed": 7}
 DEFAULT_LOAD = {"attempts": 5, "base_delay": 0.1, "max_delay": 2.0, "deadline": None}
 

@@ -20,7 +20,7 @@ from apptest_support import dashboard_app, metrics, ok
 
 ROOT = Path(__file__).resolve().parent.parent
 SAMPLE = ROOT / "sample_data" / "shoppers.jsonl"
-PAGES = ("pages/flaky_store.py", "pages/token_budget.py", "pages/listing_eviction.py")
+PAGES = ("app_pages/flaky_store.py", "app_pages/token_budget.py", "app_pages/listing_eviction.py")
 ERROR_HEAD = "Could not read the upload; nothing was loaded. What is wrong and where:"
 NASTY = "<script>alert(1)</script>**bold**"
 
@@ -216,7 +216,7 @@ def test_upload_each_format_switches_the_data_and_every_page_runs(fmt):
         ok(at.run())
         assert data_in_use(at) == key, page
     # back home, the upload is still the data in use
-    at.switch_page("pages/home.py")
+    at.switch_page("app_pages/home.py")
     ok(at.run())
     assert data_in_use(at) == key
     assert metrics(at)["Messages"] == f"{n_messages:,}"
@@ -327,7 +327,7 @@ def test_malformed_upload_shows_a_readable_error_and_keeps_the_data(case):
     # the error stays put across an unrelated rerun and the other pages still run
     ok(at.run())
     assert shown_error(at) == message
-    at.switch_page("pages/token_budget.py")
+    at.switch_page("app_pages/token_budget.py")
     ok(at.run())
     assert data_in_use(at) == "synthetic-1000"
 
@@ -346,7 +346,7 @@ def test_malformed_upload_after_a_good_one_keeps_the_good_one():
 
 
 def test_upload_over_the_size_cap(monkeypatch):
-    # pages/home.py reads MAX_UPLOAD_BYTES from convmem_dashboard.data when it runs: patch it first.
+    # app_pages/home.py reads MAX_UPLOAD_BYTES from convmem_dashboard.data when it runs: patch it first.
     cap = len(CSV_FILE)
     monkeypatch.setattr("convmem_dashboard.data.MAX_UPLOAD_BYTES", cap)
     at = open_home({"data": "synthetic-1000"})
@@ -396,9 +396,9 @@ def test_a_link_to_an_upload_this_server_lost_warns_and_keeps_the_other_settings
     query = {"data": "upload:00000000deadbeef"}
     query.update(
         {
-            "pages/flaky_store.py": {"rate": "0.75", "psize": "10"},
-            "pages/token_budget.py": {"limit": "600", "pin_sys": "true"},
-            "pages/listing_eviction.py": {"only": "false"},
+            "app_pages/flaky_store.py": {"rate": "0.75", "psize": "10"},
+            "app_pages/token_budget.py": {"limit": "600", "pin_sys": "true"},
+            "app_pages/listing_eviction.py": {"only": "false"},
         }[page]
     )
     at.query_params.update(query)
@@ -406,15 +406,15 @@ def test_a_link_to_an_upload_this_server_lost_warns_and_keeps_the_other_settings
     assert data_in_use(at) == "sample"
     assert [w.value for w in at.warning][:1] == [GONE]
     # the settings that still apply to the sample are kept
-    if page == "pages/flaky_store.py":
+    if page == "app_pages/flaky_store.py":
         assert (at.slider(key="rate").value, at.slider(key="psize").value) == (0.75, 10)
-    elif page == "pages/token_budget.py":
+    elif page == "app_pages/token_budget.py":
         assert (at.slider(key="limit").value, at.toggle(key="pin_sys").value) == (600, True)
     else:
         assert at.checkbox(key="only").value is False
     ok(at.run())  # the warning stays while the sample stands in for the upload
     assert [w.value for w in at.warning][:1] == [GONE]
-    at.switch_page("pages/home.py")
+    at.switch_page("app_pages/home.py")
     ok(at.run())
     assert [w.value for w in at.warning] == [GONE]
     # picking a dataset (or uploading the file again) ends it

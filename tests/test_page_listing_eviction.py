@@ -13,7 +13,7 @@ from apptest_support import metrics, open_dashboard_page
 
 ROOT = Path(__file__).resolve().parent.parent
 SAMPLE = ROOT / "sample_data" / "shoppers.jsonl"
-PAGE = "pages/listing_eviction.py"
+PAGE = "app_pages/listing_eviction.py"
 
 
 @pytest.fixture(scope="module")

@@ -20,7 +20,7 @@ from apptest_support import PAGES, metrics, ok, open_dashboard_page
 
 ROOT = Path(__file__).resolve().parent.parent
 SAMPLE = ROOT / "sample_data" / "shoppers.jsonl"
-LISTING = "pages/listing_eviction.py"
+LISTING = "app_pages/listing_eviction.py"
 
 
 @pytest.fixture(scope="module")
@@ -57,7 +57,7 @@ def test_every_page_opens_on_the_same_default_conversation(convs):
 
 
 def test_the_picker_labels_show_shopper_title_and_counts(convs):
-    at = ok(open_dashboard_page("pages/token_budget.py"))
+    at = ok(open_dashboard_page("app_pages/token_budget.py"))
     box = at.selectbox(key="conv")
     assert box.options == [conversation_label(c) for c in convs]
     assert box.value == default_conversation_id(convs)  # the value stays the plain id
@@ -67,11 +67,11 @@ def test_a_choice_on_one_page_is_kept_on_every_other_page(convs):
     default = default_conversation_id(convs)
     other = next(c for c in reversed(convs) if c.user_id != next(
         d.user_id for d in convs if d.id == default))
-    at = ok(open_dashboard_page("pages/token_budget.py"))
+    at = ok(open_dashboard_page("app_pages/token_budget.py"))
     at.selectbox(key="conv").set_value(other.id)
     ok(at.run())
     assert picked(at) == other.id and at.query_params["conv"] == other.id
-    for page in ("pages/flaky_store.py", "pages/home.py", LISTING, "pages/token_budget.py"):
+    for page in ("app_pages/flaky_store.py", "app_pages/home.py", LISTING, "app_pages/token_budget.py"):
         at.switch_page(page)
         ok(at.run())
         if page == LISTING:
@@ -92,19 +92,19 @@ def test_picking_a_shopper_selects_its_longest_conversation_everywhere(convs):
     ok(at.run())
     expected = most_tokens_id(groups[shopper])
     assert at.query_params["shopper"] == shopper and at.query_params["conv"] == expected
-    at.switch_page("pages/flaky_store.py")
+    at.switch_page("app_pages/flaky_store.py")
     ok(at.run())
     assert picked(at) == expected
 
 
 def test_url_conv_round_trips_and_a_bad_one_falls_back(convs):
     target = convs[3].id
-    at = ok(open_dashboard_page("pages/home.py", {"conv": target}))
+    at = ok(open_dashboard_page("app_pages/home.py", {"conv": target}))
     assert picked(at) == target and at.query_params["conv"] == target
-    at.switch_page("pages/flaky_store.py")
+    at.switch_page("app_pages/flaky_store.py")
     ok(at.run())
     assert picked(at) == target
-    at = ok(open_dashboard_page("pages/home.py", {"conv": "no-such-conversation"}))
+    at = ok(open_dashboard_page("app_pages/home.py", {"conv": "no-such-conversation"}))
     assert picked(at) == default_conversation_id(convs)
     # ?shopper= of an old link selects that shopper (its longest conversation)
     groups = group_by_user(convs)
@@ -190,7 +190,7 @@ def test_retail_offers_the_catalogue_and_says_what_counts(tau_retail_file):
 
 def test_a_clone_without_shared_offers_no_retail_and_says_so_for_a_retail_link(monkeypatch, tmp_path):
     monkeypatch.setattr(data_module, "RETAIL_FILE", tmp_path / "absent.json")
-    at = ok(open_dashboard_page("pages/home.py", {"data": "retail"}))
+    at = ok(open_dashboard_page("app_pages/home.py", {"data": "retail"}))
     box = at.sidebar.selectbox(key="data")
     assert "retail" not in box.options and box.value == "sample"
     assert "retail" not in box.help

@@ -20,7 +20,7 @@ from convmem_dashboard import idle_lines, panel_summary_lines
 from apptest_support import dashboard_app, metrics, ok
 from test_page_sweep_fill import follow_up_run
 
-PAGE = "pages/token_budget.py"
+PAGE = "app_pages/token_budget.py"
 DATA = "synthetic-10000"
 N = 10_000
 

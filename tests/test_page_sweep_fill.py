@@ -29,7 +29,7 @@ from convmem_dashboard.sweep_rows import (
 )
 from apptest_support import dashboard_app, metrics, ok
 
-PAGE = "pages/token_budget.py"
+PAGE = "app_pages/token_budget.py"
 DATA = "synthetic-10000"
 N = 10_000
 

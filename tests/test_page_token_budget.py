@@ -21,7 +21,7 @@ from apptest_support import dashboard_app, metrics, ok, open_token_budget_sectio
 
 ROOT = Path(__file__).resolve().parent.parent
 SAMPLE = ROOT / "sample_data" / "shoppers.jsonl"
-PAGE = "pages/token_budget.py"
+PAGE = "app_pages/token_budget.py"
 
 
 @pytest.fixture(scope="module")

@@ -35,7 +35,7 @@ from apptest_support import dashboard_app, ok, open_token_budget_sections
 
 ROOT = Path(__file__).resolve().parent.parent
 SAMPLE = ROOT / "sample_data" / "shoppers.jsonl"
-PAGE = "pages/token_budget.py"
+PAGE = "app_pages/token_budget.py"
 
 
 # ------------------------------------------------------------------------------ pure functions

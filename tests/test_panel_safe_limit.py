@@ -18,7 +18,7 @@ from apptest_support import dashboard_app, metrics, ok
 
 ROOT = Path(__file__).resolve().parent.parent
 SAMPLE = ROOT / "sample_data" / "shoppers.jsonl"
-PAGE = "pages/token_budget.py"
+PAGE = "app_pages/token_budget.py"
 SAFE = "Smallest safe limit (tokens)"
 
 

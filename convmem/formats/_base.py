@@ -601,8 +601,10 @@ class Builder:
         return ""  # pragma: no cover
 
     def build(self, user_id: str | None, fmt: str, envelope: Any = None, *,
-              calls: bool = True) -> Conversation:
-        """The conversation; ``calls=False`` leaves ``tool_calls`` empty (CSV: ids only)."""
+              calls: bool = True, own_envelope: bool = False) -> Conversation:
+        """The conversation; ``calls=False`` leaves ``tool_calls`` empty (CSV: ids only).
+        ``own_envelope``: the envelope is convmem's own reading of the file (a coding-agent
+        session's :class:`~convmem.AgentSession`), kept when the provider records are not."""
         return Conversation(
             self.conv_id,
             user_id,
@@ -611,7 +613,8 @@ class Builder:
             tuple(self.tool_calls) if calls else (),
             source=self.ctx.source,
             source_format=fmt,
-            **(self._provider_metadata(envelope) if self.ctx.keep_records else {}),
+            **(self._provider_metadata(envelope) if self.ctx.keep_records
+               else {"envelope": envelope} if own_envelope else {}),
         )
 
     def _provider_metadata(self, envelope: Any) -> dict[str, Any]:

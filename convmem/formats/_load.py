@@ -288,7 +288,8 @@ def parse_conversations(
             them out, for a caller that keeps conversations and never writes them back in their
             own format: the decoded JSON is freed after the load (an OpenAI JSONL file of 10^5
             messages: about 74 MB of the 124 MB the parsed file holds), and dump builds each
-            conversation from its messages.
+            conversation from its messages. A coding-agent session keeps its envelope (convmem's
+            :class:`~convmem.AgentSession`, not a provider record).
 
     Returns:
         a :class:`~convmem.LoadResult`: the conversations in file order, the skipped ones with

@@ -67,6 +67,11 @@ def test_cold_link_shows_progress_before_the_page(browser, tmp_path, screenshot_
             seen = page.evaluate("window.__progress")
             silent = page.evaluate("window.__silent")
             metrics = metric_values(page)
+            # dashboard.py ran the link (no `pages/` folder: Streamlit's older multipage API, which
+            # ran a linked page alone first, stays off): its page list and its data picker
+            nav = page.locator('[data-testid="stSidebarNav"] a').all_inner_texts()
+            data_in_use = page.locator('[data-testid="stSidebar"]').get_by_role(
+                "combobox", name="Data in use").input_value()
             screenshot(page, screenshot_dir, "cold_progress_done")
         finally:
             context.close()
@@ -84,3 +89,5 @@ def test_cold_link_shows_progress_before_the_page(browser, tmp_path, screenshot_
     # The finished page drew its metrics (10^5 messages: counts with thousands separators).
     assert len(metrics) >= 6 and all(metrics), metrics
     assert any("," in v for v in metrics), metrics
+    assert [t.strip() for t in nav] == ["Home", "Flaky store", "Token budget", "Listing eviction", "Agent session"], nav
+    assert data_in_use == "synthetic-100000"

@@ -12,11 +12,6 @@ import re
 
 import streamlit as st
 
-from convmem_dashboard.entry import require_entry
-
-require_entry()  # first: a link opened on a fresh server reruns through dashboard.py before the
-# imports below load pandas and plotly (issue 10 item 3; convmem_dashboard/entry.py)
-
 from convmem import calibrate
 from convmem_dashboard.agent_view import (
     Prices,

@@ -9,11 +9,6 @@ from __future__ import annotations
 
 import streamlit as st
 
-from convmem_dashboard.entry import require_entry
-
-require_entry()  # first: a link opened on a fresh server reruns through dashboard.py before the
-# imports below load pandas and plotly (issue 10 item 3; convmem_dashboard/entry.py)
-
 from convmem_dashboard.data import ROOT, SAMPLE_FILE, SAMPLE_SQLITE, current_dataset, get_dataset
 from convmem_dashboard.figures_store import call_timeline, timeline_extent
 from convmem_dashboard.tables_store import (

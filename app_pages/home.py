@@ -2,11 +2,6 @@
 
 import streamlit as st
 
-from convmem_dashboard.entry import require_entry
-
-require_entry()  # first: a link opened on a fresh server reruns through dashboard.py before the
-# imports below load pandas and plotly (issue 10 item 3; convmem_dashboard/entry.py)
-
 from convmem import FormatError
 from convmem_dashboard.data import (
     MAX_UPLOAD_BYTES,

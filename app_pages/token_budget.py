@@ -11,11 +11,6 @@ import re
 
 import streamlit as st
 
-from convmem_dashboard.entry import require_entry
-
-require_entry()  # first: a link opened on a fresh server reruns through dashboard.py before the
-# imports below load pandas and plotly (issue 10 item 3; convmem_dashboard/entry.py)
-
 from convmem_dashboard import cache_budget as cb
 from convmem_dashboard import clearing_view as cv
 from convmem_dashboard import idle_lines
@@ -411,8 +406,9 @@ with st.expander("Compare with a second setting (B)", expanded=False, key="cmp",
 with st.expander("Limit sweep: pick a limit by eye", expanded=False, key="sweep", bind=URL) as sweep:
     if sweep.open:
         count = st.slider("Limits to try", *P["sw_n"].slider, key="sw_n", bind=URL,
-                          help=f"Up to this many limits, evenly spaced over the slider's range and "
-                          f"through the current limit; one replay each ({n:,} messages).")
+                          help=f"This many limits (fewer only when the slider's range has fewer steps), evenly "
+                          f"spaced over that range and through the current limit; one replay each "
+                          f"({n:,} messages).")
         limits = sweep_grid(bounds.lo, bounds.hi, count, bounds.step, through=limit)
         panel_sweep.render(key, conv_id, settings, limits, n, safe)  # in slices: see panel_sweep
 
