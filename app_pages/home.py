@@ -107,6 +107,8 @@ st.file_uploader(
 if error := st.session_state.get("upload_error"):
     st.error("Could not read the upload; nothing was loaded. What is wrong and where:", icon=":material/error:")
     st.code(error, language=None, wrap_lines=True)  # user text: shown verbatim, never as markdown/HTML
+    # the uploader still shows the bad file's name: say which data the pages use meanwhile
+    st.caption(f"The pages still use {dataset.label}; upload another file, or pick a dataset in the sidebar.")
 elif st.session_state.get("upload_key") == dataset.key:
     total, skipped = upload_skipped(dataset.key)
     outcome = upload_outcome(len(dataset.conversations), total, len(skipped))

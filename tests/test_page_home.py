@@ -324,6 +324,8 @@ def test_malformed_upload_shows_a_readable_error_and_keeps_the_data(case):
     assert data_in_use(at) == "synthetic-1000"
     assert metrics(at) == before
     assert not at.success
+    still = [c.value for c in at.caption if c.value.startswith("The pages still use ")]
+    assert still == [f"The pages still use {metrics(at)['Dataset']}; upload another file, or pick a dataset in the sidebar."]
     # the error stays put across an unrelated rerun and the other pages still run
     ok(at.run())
     assert shown_error(at) == message
@@ -338,6 +340,7 @@ def test_malformed_upload_after_a_good_one_keeps_the_good_one():
     at = upload(at, "role.json", MALFORMED["unknown-role"][1])
     assert shown_error(at).startswith("role.json, line 2, field 'role': ")
     assert data_in_use(at) == key
+    assert any(c.value.startswith("The pages still use Upload: chats") for c in at.caption), [c.value for c in at.caption]
     assert (metrics(at)["Conversations"], metrics(at)["Messages"]) == ("2", "6")
     # a good file clears the error
     at = upload(at, "chat.csv", CSV_FILE, "text/csv")
