@@ -26,6 +26,7 @@ from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from ..agent_sessions import AgentSession
 from ..conversations import LAZY_LISTINGS, Conversation, Skipped, ToolCall, extract_listing_ids
 from ..errors import FormatError
 from ..limits import MAX_TOKENS
@@ -611,8 +612,17 @@ class Builder:
             tuple(self.tool_calls) if calls else (),
             source=self.ctx.source,
             source_format=fmt,
-            **(self._provider_metadata(envelope) if self.ctx.keep_records else {}),
+            **(self._provider_metadata(envelope) if self.ctx.keep_records
+               else self._session_only(envelope)),
         )
+
+    @staticmethod
+    def _session_only(envelope: Any) -> dict[str, Any]:
+        """What ``provider_records=False`` keeps of the envelope: a coding-agent session's
+        :class:`~convmem.AgentSession` (the agent's compactions and reported usage: not the
+        provider's records, and what :func:`convmem.session_of` and the dashboard's agent views
+        read), never a decoded record."""
+        return {"envelope": envelope} if isinstance(envelope, AgentSession) else {}
 
     def _provider_metadata(self, envelope: Any) -> dict[str, Any]:
         """What export needs of the provider's own shapes (Conversation.records and the rest)."""
