@@ -512,7 +512,18 @@ def thinking_tokens_of(conversation) -> dict[str, int]:
     tokens). Anthropic ``thinking`` blocks are not counted in a message's tokens by the loader
     (convmem.formats.anthropic: the API strips earlier turns' thinking), so they add nothing here.
     O(messages).
+
+    Raises:
+        ValueError: a conversation read from a Responses format (``openai-responses``,
+            ``codex-cli``) without its records (``provider_records=False``): which messages are
+            reasoning items is known only from them, and an empty mapping would silently clear no
+            thinking.
     """
+    if (conversation.source_format in ("openai-responses", "codex-cli") and conversation.messages
+            and not conversation.records):
+        raise ValueError(
+            f"thinking_tokens_of needs the provider records of conversation {conversation.id!r} "
+            f"({conversation.source_format}): load it with provider_records=True")
     out = {}
     for m, rec in zip(conversation.messages, conversation.records):
         if m.role == "assistant" and isinstance(rec, dict) and rec.get("type") == "reasoning" and m.tokens:

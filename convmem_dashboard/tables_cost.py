@@ -98,7 +98,7 @@ def sweep_cost_view(rows: int) -> dict:
             "input tokens sent": column("sent (tokens)", help="Input tokens sent over the whole conversation."),
             "served from cache (tokens)": column("cached (tokens)", help="Of those, tokens the prompt cache serves."),
             "cached share (%)": column("cached %", help="Served from cache over sent, in percent."),
-            "cost (USD)": column("cost (USD)", help="Input cost over the whole conversation, cached and uncached input priced apart."),
+            "cost (USD)": column("cost (USD)", help="Input cost over the whole conversation: tokens served from the cache, written to it and sent uncached, each at its own price."),
         },
     )
 

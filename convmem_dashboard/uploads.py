@@ -36,6 +36,7 @@ import sys
 import threading
 from collections import OrderedDict
 from collections.abc import Sequence
+from dataclasses import fields, is_dataclass
 from itertools import chain
 from operator import attrgetter
 from typing import Any
@@ -144,8 +145,9 @@ def _new_keys_bytes(record: dict[Any, Any], shared: set[int], push: Any) -> int:
 
 
 def _other_bytes(obj: Any, push: Any) -> int:
-    """sys.getsizeof + 16 of a value of a type JSON does not decode to (a subclass, a root leaf),
-    its items (dict keys and values, list and tuple items) ``push``-ed for the walk."""
+    """sys.getsizeof + 16 of a value of a type JSON does not decode to (a subclass, a root leaf,
+    a dataclass such as a coding-agent session's :class:`convmem.AgentSession`), its items (dict
+    keys and values, list and tuple items, dataclass fields) ``push``-ed for the walk."""
     if isinstance(obj, dict):
         for key, child in obj.items():
             push(key)
@@ -153,6 +155,9 @@ def _other_bytes(obj: Any, push: Any) -> int:
     elif isinstance(obj, (list, tuple)):
         for child in obj:
             push(child)
+    elif is_dataclass(obj) and not isinstance(obj, type):
+        for f in fields(obj):
+            push(getattr(obj, f.name))
     return sys.getsizeof(obj) + _PER_OBJECT
 
 
@@ -169,7 +174,9 @@ def estimated_bytes(conversations: Sequence[Conversation]) -> int:
         total += sum(size(o) for o in objs if o is not None) + _PER_OBJECT * len(objs)
         total += size(c.total_tokens)
         # What export needs: each message's provider record, content-part indices, provider role
-        # and the conversation's envelope (convmem.Conversation keeps them; issue 7).
+        # and the conversation's envelope (convmem.Conversation keeps them; issue 7); a
+        # coding-agent session's envelope (AgentSession: usage rows, compactions, skipped lines)
+        # is kept even without the records.
         total += _decoded_bytes((c.records, c.parts, c.provider_roles, c.envelope))
         total += _texts_bytes(c.listing_ids) + _tool_calls_bytes(c.tool_calls)
         total += _messages_bytes(c.messages)

@@ -286,6 +286,11 @@ def test_replay_thinking_from_a_responses_conversation():
     assert r.final_context[1].content == "" and r.final_context[4].tokens == tokens["rs_2"]
     (row,) = sweep_limits(c.messages, s, [1000], thinking=thinking)
     assert row.stats == r.stats
+    (bare,) = parse_conversations(json.dumps(items), provider_records=False)
+    assert bare.messages == c.messages  # the same messages: only the records tell reasoning apart
+    with pytest.raises(ValueError, match="needs the provider records of conversation 'c1' "
+                                         r"\(openai-responses\): load it with provider_records=True"):
+        thinking_tokens_of(bare)  # not {}: a replay would silently clear no thinking
 
 
 @pytest.mark.parametrize(

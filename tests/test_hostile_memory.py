@@ -13,8 +13,9 @@ import tracemalloc
 
 import pytest
 
-from convmem import MAX_TOKENS, Conversation, FormatError, Message, parse_conversations, to_openai_jsonl
+from convmem import MAX_TOKENS, ApproxCounter, Conversation, FormatError, Message, parse_conversations, to_openai_jsonl
 from convmem.synthetic import generate_conversation
+from convmem.testing.sessions import claude_code_session
 from convmem_dashboard import data, uploads
 from convmem_dashboard.uploads import UploadRegistry, check_upload, estimated_bytes
 
@@ -38,6 +39,15 @@ def jsonl_upload(k: int, n_messages: int) -> bytes:
     return to_openai_jsonl([c]).encode()
 
 
+def agent_session_upload(n_unknown: int) -> str:
+    """A generated Claude Code session (usage on every call, a compaction every 40 steps) and
+    ``n_unknown`` lines of an unknown record type: each one a row of ``AgentSession.skipped``,
+    which the loader keeps without the records."""
+    unknown = "".join(json.dumps({"type": f"new-kind-{k}", "uuid": f"n{k}", "note": "z" * 40}) + "\n"
+                      for k in range(n_unknown))
+    return claude_code_session(1500, seed=5, compact_every=40) + unknown
+
+
 @pytest.mark.parametrize(
     "make",
     [
@@ -47,8 +57,11 @@ def jsonl_upload(k: int, n_messages: int) -> bytes:
             [{"role": "user", "content": "héllo wörld ✓ " * 40 + str(i), "tokens": 9} for i in range(2000)]
         ))),
         lambda: (generate_conversation(5000, seed=3),),
+        lambda: tuple(parse_conversations(agent_session_upload(4000), counter=ApproxCounter(),
+                                          provider_records=False)),
     ],
-    ids=["synthetic-jsonl", "synthetic-jsonl-no-records", "non-ascii-json", "generated"],
+    ids=["synthetic-jsonl", "synthetic-jsonl-no-records", "non-ascii-json", "generated",
+         "agent-session-no-records"],
 )
 def test_estimate_is_an_upper_bound_of_the_parsed_datas_memory(make):
     conversations, real = measured(make)

@@ -118,6 +118,23 @@ def test_sweep_cost_figure_and_table():
     assert view["column_config"]["served from cache (tokens)"]["label"] == "cached (tokens)"  # the browser test checks the fit
 
 
+def test_sweep_cost_help_names_every_price_the_cost_holds():
+    """The cost column's tooltip says what the number is: with Anthropic's prices (a cache write
+    dearer than uncached input), the cost is reads, writes and uncached input each at its own
+    price, not the two prices of "cached and uncached" (session 22's tooltip)."""
+    msgs = load_sample_conv().messages
+    p = ANTHROPIC_SONNET
+    rows = sweep_limit_costs(msgs, HistorySettings(2000, 1000), [1000, 2000, 3000], p)
+    t = sweep_cost_table(rows)
+    three = [round((r.cache.cached * p.cached_per_mtok + r.cache.written * p.write_per_mtok
+                    + r.cache.uncached * p.input_per_mtok) / 1e6, 4) for r in rows]
+    two = [round((r.cache.cached * p.cached_per_mtok + (r.cache.sent - r.cache.cached) * p.input_per_mtok)
+                 / 1e6, 4) for r in rows]
+    assert t["cost (USD)"].tolist() == three != two
+    help_text = sweep_cost_view(len(rows))["column_config"]["cost (USD)"]["help"]
+    assert all(w in help_text for w in ("served from the cache", "written to it", "uncached"))
+
+
 # ------------------------------------------------------------------------------------ AppTest
 
 

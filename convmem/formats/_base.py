@@ -26,6 +26,7 @@ from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from ..agent_sessions import AgentSession
 from ..conversations import LAZY_LISTINGS, Conversation, Skipped, ToolCall, extract_listing_ids
 from ..errors import FormatError
 from ..limits import MAX_TOKENS
@@ -601,10 +602,8 @@ class Builder:
         return ""  # pragma: no cover
 
     def build(self, user_id: str | None, fmt: str, envelope: Any = None, *,
-              calls: bool = True, own_envelope: bool = False) -> Conversation:
-        """The conversation; ``calls=False`` leaves ``tool_calls`` empty (CSV: ids only).
-        ``own_envelope``: the envelope is convmem's own reading of the file (a coding-agent
-        session's :class:`~convmem.AgentSession`), kept when the provider records are not."""
+              calls: bool = True) -> Conversation:
+        """The conversation; ``calls=False`` leaves ``tool_calls`` empty (CSV: ids only)."""
         return Conversation(
             self.conv_id,
             user_id,
@@ -614,8 +613,16 @@ class Builder:
             source=self.ctx.source,
             source_format=fmt,
             **(self._provider_metadata(envelope) if self.ctx.keep_records
-               else {"envelope": envelope} if own_envelope else {}),
+               else self._session_only(envelope)),
         )
+
+    @staticmethod
+    def _session_only(envelope: Any) -> dict[str, Any]:
+        """What ``provider_records=False`` keeps of the envelope: a coding-agent session's
+        :class:`~convmem.AgentSession` (the agent's compactions and reported usage: not the
+        provider's records, and what :func:`convmem.session_of` and the dashboard's agent views
+        read), never a decoded record."""
+        return {"envelope": envelope} if isinstance(envelope, AgentSession) else {}
 
     def _provider_metadata(self, envelope: Any) -> dict[str, Any]:
         """What export needs of the provider's own shapes (Conversation.records and the rest)."""

@@ -288,8 +288,9 @@ def parse_conversations(
             them out, for a caller that keeps conversations and never writes them back in their
             own format: the decoded JSON is freed after the load (an OpenAI JSONL file of 10^5
             messages: about 74 MB of the 124 MB the parsed file holds), and dump builds each
-            conversation from its messages. A coding-agent session keeps its envelope (convmem's
-            :class:`~convmem.AgentSession`, not a provider record).
+            conversation from its messages (provider roles gone: a ``developer`` message is
+            written as ``system``). A coding-agent session keeps its
+            :class:`~convmem.AgentSession` envelope (:func:`~convmem.session_of`).
 
     Returns:
         a :class:`~convmem.LoadResult`: the conversations in file order, the skipped ones with

@@ -304,7 +304,7 @@ class _Thread:
             tuple(sorted([*self.skipped, *extra_skipped], key=lambda s: s.line or 0)),
             tuple(sorted(all_ignored.items())), truncated, dropped,
         )
-        return self.b.build(None, NAME, envelope=session, own_envelope=True)
+        return self.b.build(None, NAME, envelope=session)
 
 
 def _threads(records: list[tuple[int, dict[str, Any]]]) -> list[tuple[bool, list[int], int]]:

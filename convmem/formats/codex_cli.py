@@ -288,7 +288,7 @@ def parse(text: str, ctx: Context, where: Where) -> None:
         session = AgentSession(NAME, sid, None, None, version if isinstance(version, str)
                                else None, r.model, tuple(r.compactions), tuple(r.usage), skipped,
                                tuple(sorted(r.ignored.items())), lines.truncated, 0)
-        ctx.conversations.append(r.b.build(None, NAME, envelope=session, own_envelope=True))
+        ctx.conversations.append(r.b.build(None, NAME, envelope=session))
     except Fault as exc:
         ctx.skip(exc, sid)
 
