@@ -30,6 +30,7 @@ from convmem_dashboard.data import current_dataset
 from convmem_dashboard.export_safety import download_csv, download_json
 from convmem_dashboard.live_tail import SessionTail, allowed_roots, check_path
 from convmem_dashboard.questions import QUESTIONS
+from convmem_dashboard.show_table import show_table
 
 
 #: Seconds between two polls of a followed session file.
@@ -60,7 +61,7 @@ def show(conv, key: str, dataset_key: str | None = None) -> None:
         except ValueError as exc:
             cal = f"Cannot calibrate on this session: {exc}."
     st.plotly_chart(figure, key=f"{key}_usage_fig")
-    st.dataframe(frame, hide_index=True, key=f"{key}_usage_table")
+    show_table(frame, hide_index=True, key=f"{key}_usage_table")
     st.subheader("Calibration of the approximate counter")
     if isinstance(cal, str):
         st.info(cal)
@@ -86,7 +87,7 @@ def show(conv, key: str, dataset_key: str | None = None) -> None:
     if table.empty:
         st.info("The agent did not compact in this session.")
     else:
-        st.dataframe(table.drop(columns=[c for c in table.columns if c.startswith("convmem")]),
+        show_table(table.drop(columns=[c for c in table.columns if c.startswith("convmem")]),
                      hide_index=True, key=f"{key}_cmp")
     lines = skipped_lines(conv)
     if lines:

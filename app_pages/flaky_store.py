@@ -40,6 +40,7 @@ from convmem_dashboard.view_flaky_store import (
     truth_metrics,
 )
 from convmem_dashboard import view_flaky_store as view
+from convmem_dashboard.show_table import show_table
 
 
 URL = {"bind": "query-params"}
@@ -226,7 +227,7 @@ if mode == STEP and n_calls > 1:
         current = st.session_state.get("step", 1)
         st.session_state["step"] = max(1, min(n_calls, current + delta))
 
-    b1, b2, b3 = st.columns([1, 1, 6], vertical_alignment="bottom")
+    b1, b2, b3 = st.columns([3, 3, 10], vertical_alignment="bottom")  # the labels whole at 1,280 px
     b1.button("◀ Previous call", on_click=_move, args=(-1,), width="stretch")
     b2.button("Next call ▶", on_click=_move, args=(1,), type="primary", width="stretch")
     # No value= here: the buttons set st.session_state["step"]; the default is min_value (1).
@@ -276,10 +277,10 @@ else:
         st.code(run.explanation, language=None, wrap_lines=True)
     problems = truth_frame(run_key, True, run)
     if len(problems):
-        st.dataframe(problems, hide_index=True)
+        show_table(problems, hide_index=True)
     # A toggle, not an expander: an expander's table is sent to the browser even when closed.
     if st.toggle("Show every message of the truth with its fate", key="truth_all", **URL):
-        st.dataframe(truth_frame(run_key, False, run), hide_index=True)
+        show_table(truth_frame(run_key, False, run), hide_index=True)
     download_csv(
         "Download every message with its fate (CSV)",
         lambda: truth_frame(run_key, False, run),
@@ -290,7 +291,7 @@ else:
 
 st.subheader("Injected faults against outcomes")
 faults_table = fault_outcome_table(run, upto)
-st.dataframe(faults_table, hide_index=True, **fault_outcome_view(len(faults_table)))
+show_table(faults_table, hide_index=True, **fault_outcome_view(len(faults_table)))
 st.caption(
     "Rows: the injected faults (a call can show two); columns: how the calls that showed them "
     "ended. The last column says whether that fault can lose data."
@@ -298,7 +299,7 @@ st.caption(
 
 st.subheader("Call log")
 log = call_table(run, upto)
-st.dataframe(log, hide_index=True, **call_table_view(len(log)))
+show_table(log, hide_index=True, **call_table_view(len(log)))
 download_csv(
     "Download the call log (CSV)",
     lambda: call_table(run, upto),
@@ -309,7 +310,7 @@ download_csv(
 errors = error_table(run, upto)
 if len(errors):
     st.caption(f"Errors raised by the store ({len(errors):,} call(s)), message verbatim:")
-    st.dataframe(errors, hide_index=True, **error_table_view(len(errors)))
+    show_table(errors, hide_index=True, **error_table_view(len(errors)))
 
 with st.expander("Reproduce this run in Python"):
     source = messages_source(

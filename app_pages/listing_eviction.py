@@ -41,6 +41,7 @@ from convmem_dashboard.view_listing_eviction import (
 from convmem_dashboard.choices import shopper_conversations
 from convmem_dashboard.export_safety import download_csv
 from convmem_dashboard.url_params import PARAMS
+from convmem_dashboard.show_table import show_table
 
 
 URL = {"bind": "query-params"}
@@ -161,7 +162,7 @@ st.subheader("Why each drop did or did not help")
 table = dropped_table(view, ev)
 dropped_only = st.checkbox("Only dropped conversations", PARAMS["only"].default, key="only", **URL)
 shown = table[table["fate"] == "dropped"] if dropped_only else table
-st.dataframe(shown, hide_index=True, **dropped_table_view(len(shown)))
+show_table(shown, hide_index=True, **dropped_table_view(len(shown)))
 download_csv(
     "Download this table (CSV)",
     lambda: shown,
@@ -173,5 +174,5 @@ st.caption(drop_caption(view, ev))
 
 st.subheader(f"Ids that remain ({len(ev.remaining)})")
 ids_table, ids_text = st.columns([3, 2])
-ids_table.dataframe(remaining_table(view, ev), hide_index=True)
+show_table(remaining_table(view, ev), hide_index=True, container=ids_table)
 ids_text.code(", ".join(ev.remaining) or "(none)", language=None, wrap_lines=True)

@@ -40,6 +40,7 @@ from convmem_dashboard.tables_budget import (
     sweep_grid,
     totals_caption,
 )
+from convmem_dashboard.show_table import show_table
 
 
 URL = "query-params"
@@ -308,7 +309,7 @@ if clearing_text := cv.clearing_caption(stats, settings):
     st.caption(clearing_text)
 if has_session(conv):  # issue 13: what the agent kept at each of its compactions, beside convmem
     st.caption(f"{session_caption(conv)}. Green stars: the agent's own compactions; orange dots: the prompt the provider reported per call.")
-    st.dataframe(compaction_table(conv, r), hide_index=True, key="agent_cmp_table")
+    show_table(compaction_table(conv, r), hide_index=True, key="agent_cmp_table")
 
 st.subheader("Drop events")
 if selected is None:
@@ -321,7 +322,7 @@ else:
         f"{event.message_id}; trigger: {event.trigger}; total {event.total_before:,} → "
         f"{event.total_after:,} tokens; dropped {len(event.dropped):,} message(s), {dropped_tokens:,} tokens."
     )
-    st.dataframe(
+    show_table(
         drop_event_table(event, r.messages), hide_index=True, key="ev_table", **drop_event_view(len(event.dropped))
     )
     outcome = event.summary
@@ -348,7 +349,7 @@ chosen = st.number_input(
 step = default_step if chosen is None else int(chosen)
 context = context_at_step(r, step, arrays)
 st.text(f"After add step {step:,}: {len(context):,} message(s), {sum(x.tokens for x in context):,} tokens.")
-st.dataframe(context_table(context), hide_index=True, key="ctx_table", **context_view(len(context)))
+show_table(context_table(context), hide_index=True, key="ctx_table", **context_view(len(context)))
 download_json(
     "Download this context (JSON)",
     lambda: cb.get_context_records(key, conv_id, settings, step),
@@ -392,9 +393,9 @@ with st.expander("Compare with a second setting (B)", expanded=False, key="cmp",
         if b_sum and not panel_summary_lines.lines_ready(key, conv_id):
             st.stop()  # as for A's summaries: a bar, then the page when the lines are counted
         stats_b = cb.get_stats(key, conv_id, settings_b)
-        st.dataframe(comparison_table(stats, stats_b), hide_index=True, key="cmp_table")
+        show_table(comparison_table(stats, stats_b), hide_index=True, key="cmp_table")
         if settings.clear_trigger is not None or b_clr:
-            st.dataframe(cv.clearing_comparison_table(stats, stats_b), hide_index=True, key="cmp_clear_table")
+            show_table(cv.clearing_comparison_table(stats, stats_b), hide_index=True, key="cmp_clear_table")
         st.plotly_chart(cb.get_comparison_figure(key, conv_id, settings, settings_b), key="cmp_chart")
         st.caption(
             "Blue = A (the settings above), orange = B; each panel is one metric on its own scale. "
@@ -422,10 +423,10 @@ else:
     page = 1
 first = (page - 1) * TABLE_PAGE_ROWS
 page_rows = cb.get_table_rows(key, conv_id, settings, first, first + TABLE_PAGE_ROWS)  # only the rows shown
-st.dataframe(page_rows, hide_index=True, key="msg_table", **messages_view(len(page_rows)))
+show_table(page_rows, hide_index=True, key="msg_table", **messages_view(len(page_rows)))
 st.caption(
     f"Rows {first:,}–{min(n, first + TABLE_PAGE_ROWS) - 1:,} of {n:,} (one row per message; "
-    "'dropped at' is the add step that dropped it, empty while kept). The CSV has every row."
+    "'dropped at' is the add step that dropped it, – while kept). The CSV has every row."
 )
 download_csv(
     "Download the table (CSV)",

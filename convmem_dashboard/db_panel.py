@@ -16,6 +16,7 @@ from .db_source import (
     DatabaseSourceError,
     conversation_listing,
 )
+from .show_table import show_table
 
 __all__ = ["database_panel"]
 
@@ -69,7 +70,7 @@ def database_panel(current_key: str, conversations=()) -> None:
             f"The {len(conversations):,} conversations read from the database in use; pick any of "
             "them in a page's Conversation box."
         )
-        st.dataframe(
+        show_table(
             conversation_listing(conversations), hide_index=True, height=min(35 * 8 + 3, 35 * (len(conversations) + 1) + 3),
             column_config={"messages": st.column_config.NumberColumn(format="localized"),
                            "tokens": st.column_config.NumberColumn(format="localized")},

@@ -30,6 +30,8 @@ from .clearing_view import clearing_sweep_table
 from .figures_cost import cache_steps_figure, sweep_cost_figure
 from .tables_cost import DEFAULT_PROVIDER, PRICE_KEYS, cost_table, pricing_caption, pricing_from, sweep_cost_table, sweep_cost_view
 from .url_params import PARAMS
+from .show_table import show_table
+from .table_layout import number_text
 
 __all__ = ["CLEARING_SWEEP_CAPTION", "render", "render_sweep", "render_clearing_sweep", "pricing_controls", "sweep_pricing_or_error", "get_prefix", "get_cache"]
 
@@ -123,8 +125,11 @@ def render(dataset_key: str, conv_id: str, settings_a: HistorySettings, settings
     b = get_cache(dataset_key, conv_id, settings_b, pricing)
     ta, tb = a.totals, b.totals
     st.text(_verdict(ta.sent, tb.sent, ta.cost, tb.cost))
-    st.dataframe(
-        cost_table(ta, tb, a.cost_without_cache, b.cost_without_cache), hide_index=True, key="cost_table"
+    # counts and prices share the A, B and B − A columns: each number as text, grouped
+    show_table(
+        number_text(cost_table(ta, tb, a.cost_without_cache, b.cost_without_cache), ["A", "B", "B − A"]),
+        hide_index=True, key="cost_table",
+        column_config={c: {"alignment": "right"} for c in ("A", "B", "B − A")},
     )
     st.plotly_chart(cache_steps_figure(a, b, MAX_BARS), key="cost_chart")
     reported = reported_cache_line(cb.conversation(dataset_key, conv_id), pricing)  # issue 13
@@ -190,7 +195,7 @@ def render_sweep(
         f"Priced as in the comparison's cost panel — {pricing_caption(pricing)} A cost that falls "
         "while tokens sent rise is a rarer, deeper compaction the prompt cache rewards."
     )
-    st.dataframe(sweep_cost_table(rows), hide_index=True, key="sweep_cost_table", **sweep_cost_view(len(rows)))
+    show_table(sweep_cost_table(rows), hide_index=True, key="sweep_cost_table", **sweep_cost_view(len(rows)))
 
 
 #: Under the clearing sweep's table (complete or partial).
@@ -206,5 +211,5 @@ def render_clearing_sweep(rows: list[ClearingSweepRow], settings: HistorySetting
     each pair's tokens sent, cache breaks and price, priced as the cost panel prices; ``rows`` from
     cache_budget.get_clearing_rows (all of them, or those done while it fills: panel_sweep)."""
     st.caption(CLEARING_SWEEP_CAPTION)
-    st.dataframe(clearing_sweep_table(rows, settings.clear_trigger, settings.clear_keep),
+    show_table(clearing_sweep_table(rows, settings.clear_trigger, settings.clear_keep),
                  hide_index=True, key="clearing_sweep_table")

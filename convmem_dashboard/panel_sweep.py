@@ -40,6 +40,7 @@ from .panel_safe_limit import mark_safe_limit
 from .sweep_rows import FOLLOW_UP_MESSAGES, FULL_RUN_MESSAGES, SweepRows, new_limits_per_run
 from .tables_budget import sweep_table, sweep_view
 from . import view_token_budget as vm
+from .show_table import show_table
 
 __all__ = [
     "FILL_EVERY", "BAR_LABEL", "CLEARING_BAR_LABEL", "COMPLETE_CAPTION", "apply_pick", "clearing_fill_text",
@@ -105,7 +106,7 @@ def _sweep_chart(
 
 
 def _sweep_table(swept: SweepRows) -> None:
-    st.dataframe(sweep_table(swept.stats), hide_index=True, key="sweep_table", **sweep_view(len(swept.stats)))
+    show_table(sweep_table(swept.stats), hide_index=True, key="sweep_table", **sweep_view(len(swept.stats)))
 
 
 def partial_caption(done: int, total: int) -> str:

@@ -95,12 +95,18 @@ def _widget_pick(key: str, options: tuple[str, ...]) -> str | None:
 
 
 def selected_conversation(dataset: Dataset) -> str | None:
-    """The conversation id this run shows for ``dataset`` (URL, then session, then the
-    default), stored as the session's choice. Renders nothing."""
+    """The conversation id this run shows for ``dataset`` (a new link's ``?conv=``, then the
+    session's: the picker's new value, the conversation shown last when this dataset has it,
+    this dataset's last choice; then the default), stored as the session's choice. Renders
+    nothing."""
     ch = choices_of(dataset.key)
     selected = _state(_SELECTED)
-    session = _widget_pick(CONV_KEY, ch.ids) or selected.get(dataset.key)
     url = _url_value(CONV_KEY)
+    # After a switch of dataset the URL still names the conversation shown last: kept when this
+    # dataset has it too (the sample read from its file or from its SQLite store), then this
+    # dataset's own last choice.
+    carried = url if url is not None and url == _state(_URL_SEEN).get(CONV_KEY) and url in ch.ids else None
+    session = _widget_pick(CONV_KEY, ch.ids) or carried or selected.get(dataset.key)
     conv = resolve_selection(
         ch.ids, url=url, url_seen=_state(_URL_SEEN).get(CONV_KEY), session=session, default=ch.default
     )

@@ -496,13 +496,14 @@ def context_view(rows: int) -> dict:
 def messages_view(rows: int) -> dict:
     """st.dataframe arguments of the every-message table: what happened to a message first, then
     its preview wrapping in a 290-px column (80 characters in two or three lines; these seven
-    fit in 800 px), then the details; at most 10 rows tall."""
+    fit in 800 px), then the details; at most 10 rows tall; a missing value (the "dropped at" of
+    a kept message) reads "–", not "None"."""
     order = [
         "step", "id", "role", "tokens", "status", "reason", "preview", "dropped at", "summarized",
         "in context (adds)",
     ]
     return table_view(
-        rows, wrap=True, max_rows=10, order=order,
+        rows, wrap=True, max_rows=10, order=order, placeholder="–",  # "dropped at" of a kept message
         columns={
             **{k: v for k, v in _SHORT.items() if k in order},
             "id": column(width=150),

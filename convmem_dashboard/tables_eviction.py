@@ -199,21 +199,21 @@ def why_text(ev: Eviction, i: int) -> str:
         return f"mentions no listing: dropping it leaves the count at {before}"
     if not released:
         return (
-            f"did not lower the count ({before} -> {after}): all {len(shared)} of its id(s) are "
+            f"did not lower the count ({before:,} → {after:,}): all {len(shared):,} of its id(s) are "
             f"mentioned again by newer conversations"
         )
-    text = f"lowered the count by {len(released)} ({before} -> {after}): it held the last mention of "
-    text += f"{len(released)} id(s)"
+    text = f"lowered the count by {len(released):,} ({before:,} → {after:,}): it held the last mention of "
+    text += f"{len(released):,} id(s)"
     if shared:
-        text += f"; {len(shared)} other id(s) are mentioned again by newer conversations"
+        text += f"; {len(shared):,} other id(s) are mentioned again by newer conversations"
     return text
 
 
 def dropped_table(view: ShopperView, ev: Eviction) -> pd.DataFrame:
     """One row per conversation (oldest first) with its fate and why dropping it helped or not.
 
-    Columns: #, conversation, fate, why, count before -> after, released, shared with newer,
-    distinct ids, mentions, messages, title.
+    Columns: #, conversation, fate, why, count before -> after ("5 → 3"), released, shared with
+    newer (those three empty for a kept conversation), distinct ids, mentions, messages, title.
     """
     records = []
     for i, conv_id in enumerate(view.ids):
@@ -227,9 +227,11 @@ def dropped_table(view: ShopperView, ev: Eviction) -> pd.DataFrame:
                 "mentions": len(view.listings[i]),
                 "distinct ids": len(set(view.listings[i])),
                 "fate": "dropped" if dropped else "kept",
-                "released": len(ev.released[i]),
-                "shared with newer": len(ev.shared[i]),
-                "count before -> after": f"{ev.count_before[i]} -> {ev.count_after[i]}",
+                # a kept conversation's drop columns stay empty ("–"): what dropping it would do
+                # read as a drop that happened (session 21's new user)
+                "released": len(ev.released[i]) if dropped else None,
+                "shared with newer": len(ev.shared[i]) if dropped else None,
+                "count before -> after": f"{ev.count_before[i]:,} → {ev.count_after[i]:,}" if dropped else None,
                 "why": why_text(ev, i) if dropped else "kept (within the cap)",
             }
         )
@@ -279,6 +281,7 @@ def dropped_table_view(rows: int) -> dict:
         wrap=True,
         max_rows=8,
         order=DROPPED_ORDER,
+        placeholder="–",  # a kept conversation's drop columns
         columns={
             "#": column(width=40),
             "conversation": column(width=135),

@@ -500,6 +500,7 @@ def test_preview_tables_wrap_their_text_after_the_short_columns():
         # the preview and every column before it fit a 1280-px window's main area (820 px)
         assert sum(400 if w == "large" else w for w in widths) <= 810, (build.__name__, widths)
     assert tb.drop_event_view(2)["height"] < tb.drop_event_view(6)["height"] == tb.drop_event_view(60)["height"]
+    assert tb.messages_view(5)["placeholder"] == "–"  # a kept message's "dropped at", not "None"
     sweep = tb.sweep_view(20)
     table = tb.sweep_table(sweep_limits(_msgs(), HistorySettings(80), [40, 80]))
     assert set(sweep["column_config"]) == set(table.columns)  # every column gets a short header

@@ -74,13 +74,16 @@ def test_default_cap_without_a_flat_step_drops_about_half():
 def test_why_text_says_released_or_shared():
     view = shopper_view(convs())
     ev = evict(view, 0)
-    assert why_text(ev, 0).startswith("did not lower the count (5 -> 5): all 2")
-    assert why_text(ev, 1) == "lowered the count by 2 (5 -> 3): it held the last mention of 2 id(s)"
+    assert why_text(ev, 0).startswith("did not lower the count (5 → 5): all 2")
+    assert why_text(ev, 1) == "lowered the count by 2 (5 → 3): it held the last mention of 2 id(s)"
     assert why_text(ev, 2).endswith("1 other id(s) are mentioned again by newer conversations")
     assert "mentions no listing" in why_text(ev, 3)
     table = dropped_table(view, ev).set_index("conversation")
     assert table.loc["c1", "released"] == 0 and table.loc["c1", "shared with newer"] == 2
-    assert table.loc["c2", "count before -> after"] == "5 -> 3"
+    assert table.loc["c2", "count before -> after"] == "5 → 3"
+    kept = dropped_table(view, evict(view, 2)).set_index("conversation")  # keeps c4 and c5
+    assert kept.loc["c5", "fate"] == "kept" and kept.loc["c5", ["released", "shared with newer", "count before -> after"]].isna().all()
+    assert kept.loc["c1", "released"] == 0 and kept.loc["c2", "count before -> after"] == "5 → 3"
 
 
 def test_remaining_table_counts_mentions_in_kept_conversations():

@@ -83,6 +83,27 @@ def test_a_choice_on_one_page_is_kept_on_every_other_page(convs):
         assert at.query_params["conv"] == other.id, page
 
 
+def test_the_choice_is_kept_across_datasets_that_hold_it(convs):
+    """The sample read from its file, then from its SQLite store: the same conversation stays
+    (session 21's new user lost it); a dataset without it shows its own default."""
+    default = default_conversation_id(convs)
+    other = next(c.id for c in reversed(convs) if c.id != default)
+    at = ok(open_dashboard_page("app_pages/token_budget.py"))
+    at.selectbox(key="conv").set_value(other)
+    ok(at.run())
+    at.selectbox(key="data").set_value(data_module.SAMPLE_DB_KEY)
+    ok(at.run())
+    assert at.selectbox(key="data").value == data_module.SAMPLE_DB_KEY
+    assert picked(at) == other and at.query_params["conv"] == other
+    at.selectbox(key="data").set_value("synthetic-1000")
+    ok(at.run())
+    synthetic = picked(at)
+    assert synthetic != other and at.query_params["conv"] == synthetic
+    at.selectbox(key="data").set_value("sample")
+    ok(at.run())
+    assert picked(at) == other  # the sample's own last choice
+
+
 def test_picking_a_shopper_selects_its_longest_conversation_everywhere(convs):
     groups = group_by_user(convs)
     default = default_conversation_id(convs)

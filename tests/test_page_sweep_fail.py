@@ -38,7 +38,7 @@ def test_a_limit_replay_refuses_stops_the_fill_and_is_shown(monkeypatch):
     shown = [e.value for e in at.error] + [e.value.message for e in at.exception]
     assert any("summary in place" in str(v) for v in shown), shown
     assert not bar_texts(at)  # no "Sweeping limits: k of N" bar: nothing fills in any more
-    assert any(str(e.value).startswith("The limit sweep stopped at 5 of 18 limits") for e in at.error)
+    assert any(str(e.value).startswith("The limit sweep stopped at 5 of 20 limits") for e in at.error)
     at.run()  # a full run with the same settings: still stopped, the failing limit not replayed
     assert calls.count(failing) == 1 and not at._fragment_storage._fragments and at.error
     at.toggle(key="pin_sys").set_value(True).run()  # new settings: a new fill

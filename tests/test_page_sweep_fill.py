@@ -170,14 +170,14 @@ def test_full_runs_fill_the_sweep_five_limits_at_a_time_then_show_it_whole(repla
             break
         total = total or int(bar_texts(at)[0].split(" of ")[1])
         assert len(replays) == min(5 * run, total)  # each full run: at most 5 new limits at 10^4 messages
-        assert bar_texts(at) == [panel_sweep.fill_text(len(replays), total)]  # "Sweeping limits: 5 of 18"
+        assert bar_texts(at) == [panel_sweep.fill_text(len(replays), total)]  # "Sweeping limits: 5 of 20"
         assert shown == len(replays)
         assert any(c.value == panel_sweep.partial_caption(shown, total) for c in at.caption)
         assert not any("sweep_cost" in c.proto.id for c in at.get("plotly_chart"))  # no cost of a part
         assert_rows_are_convmems(at, conv, settings, grid_limits)
         ok(at.run())
         grid_limits = [s.limit for s in replays]
-    assert run == -(-total // 5) and len(replays) == total == 18
+    assert run == -(-total // 5) and len(replays) == total == 20  # "Limits to try": 20
     table = sweep_rows_shown(at)
     limits = list(table["limit (tokens)"])
     assert sorted(limits) == sorted(s.limit for s in replays)
@@ -192,17 +192,17 @@ def test_full_runs_fill_the_sweep_five_limits_at_a_time_then_show_it_whole(repla
 
 def test_follow_up_runs_compute_ten_limits_each_then_rerun_the_whole_page(replays, monkeypatch):
     at = open_sweep({"pin_sys": "true"})
-    assert len(replays) == 5 and bar_texts(at) == [panel_sweep.fill_text(5, 18)]
+    assert len(replays) == 5 and bar_texts(at) == [panel_sweep.fill_text(5, 20)]
     at = follow_up_run(at, monkeypatch)  # draws the 5 done, then computes 10 more
-    assert len(replays) == 15 and bar_texts(at) == [panel_sweep.fill_text(5, 18)]
+    assert len(replays) == 15 and bar_texts(at) == [panel_sweep.fill_text(5, 20)]
     assert len(sweep_rows_shown(at)) == 5
     assert not at.metric  # a fragment run: the rest of the page was not rerun
-    at = follow_up_run(at, monkeypatch)  # draws 15, computes the last 3, reruns the whole page
-    assert len(replays) == 18 and not bar_texts(at)
+    at = follow_up_run(at, monkeypatch)  # draws 15, computes the last 5, reruns the whole page
+    assert len(replays) == 20 and not bar_texts(at)
     conv = cb.conversation(DATA, at.selectbox(key="conv").value)
     settings = HistorySettings(at.slider(key="limit").value, pin_system=True)
     limits = list(sweep_rows_shown(at)["limit (tokens)"])
-    assert len(limits) == 18 and at.metric  # the whole page, the sweep complete
+    assert len(limits) == 20 and at.metric  # the whole page, the sweep complete
     assert [r.stats.compactions for r in sweep_limits(conv.messages, settings, limits)] == (
         sweep_rows_shown(at)["compactions"].tolist()
     )

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import pandas as pd
 import pytest
 
 from convmem import (
@@ -160,7 +161,12 @@ def open_page(query: dict | None = None):
 
 
 def cost_rows(at):
-    return next(d.value for d in at.dataframe if list(d.value.columns) == COST_COLUMNS).set_index("quantity")
+    """The cost table's numbers (shown as grouped text: counts and prices share its columns)."""
+    shown = next(d.value for d in at.dataframe if list(d.value.columns) == COST_COLUMNS).set_index("quantity")
+    for c in ("A", "B", "B − A"):
+        assert all(isinstance(v, str) for v in shown[c]), shown[c]
+        shown[c] = pd.to_numeric(shown[c].str.replace(",", "", regex=False))
+    return shown
 
 
 def test_panel_shows_the_library_figures_and_the_preset_switch_fills_the_prices():
