@@ -169,7 +169,8 @@ def _free_port() -> int:
 
 
 class Server:
-    """``streamlit run <script>`` in ``cwd`` on a free port, as tests/e2e/conftest.py starts it."""
+    """``streamlit run <script>`` in ``cwd`` on a free port, as tests/e2e/conftest.py starts it
+    (``python -m convmem_dashboard``, the README's command, for a tree's dashboard.py)."""
 
     def __init__(self, script: str, cwd: Path) -> None:
         self.port = _free_port()
@@ -177,8 +178,11 @@ class Server:
         env = dict(os.environ, PYTHONUNBUFFERED="1")
         if TIKTOKEN_CACHE.is_dir():
             env.setdefault("TIKTOKEN_CACHE_DIR", str(TIKTOKEN_CACHE))
+        # the README's launcher where the tree has one (the dashboard of this tree), else
+        # `streamlit run` (the baseline script, an older tree given with --before)
+        launcher = ["-m", "convmem_dashboard"] if script == "dashboard.py" and (cwd / "convmem_dashboard" / "__main__.py").is_file() else ["-m", "streamlit", "run", script]
         cmd = [
-            sys.executable, "-m", "streamlit", "run", script,
+            sys.executable, *launcher,
             "--server.headless", "true",
             "--server.port", str(self.port),
             "--server.address", "127.0.0.1",

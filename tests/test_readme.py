@@ -21,7 +21,26 @@ def test_readme_commands_match_ci():
     ci = (README.parent / ".ci" / "run").read_text(encoding="utf-8")
     assert ".venv/bin/python -m pytest" in text and ".venv/bin/python -m pytest" in ci
     assert "requirements-dev.txt" in text and "requirements-dev.txt" in ci
-    assert ".venv/bin/streamlit run dashboard.py" in text
+    assert ".venv/bin/python -m convmem_dashboard" in text  # the e2e tests serve the app this way
+
+
+def test_the_launcher_imports_the_heavy_modules_then_runs_streamlit_on_dashboard_py(monkeypatch):
+    """python -m convmem_dashboard: PRELOAD imported, then `streamlit run <root>/dashboard.py`
+    with the caller's options (the e2e tests start every server through it)."""
+    import importlib
+    import sys
+
+    from streamlit.web import cli
+
+    import convmem_dashboard.__main__ as launcher
+
+    seen: list = []
+    monkeypatch.setattr(importlib, "import_module", lambda name: seen.append(name))
+    monkeypatch.setattr(cli, "main", lambda args, prog_name: seen.append((prog_name, args)))
+    monkeypatch.setattr(sys, "argv", ["convmem_dashboard", "--server.port", "8600"])
+    launcher.main()
+    assert seen == [*launcher.PRELOAD, ("streamlit", ["run", str(README.parent / "dashboard.py"), "--server.port", "8600"])]
+    assert launcher.DASHBOARD.is_file()
 
 
 CLI_LINES = re.findall(r"^\.venv/bin/python -m convmem (.+?)(?:\s+#.*)?$",

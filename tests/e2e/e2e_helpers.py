@@ -42,7 +42,8 @@ def _free_port() -> int:
 
 @contextmanager
 def serve_dashboard(log_path: Path) -> Iterator[str]:
-    """`streamlit run dashboard.py` headless on a free 127.0.0.1 port, with this venv's python;
+    """The README's server, `python -m convmem_dashboard` (`streamlit run dashboard.py` with the
+    pages' heavy modules imported first), headless on a free 127.0.0.1 port, with this venv's python;
     yields its base URL once ``/_stcore/health`` answers ``ok`` (bounded: fails the test with the
     log's tail), and kills the process group on exit. Every call starts a fresh server (a cold
     one: nothing imported or cached yet)."""
@@ -52,7 +53,7 @@ def serve_dashboard(log_path: Path) -> Iterator[str]:
         env.setdefault("TIKTOKEN_CACHE_DIR", str(TIKTOKEN_CACHE))
     env["PYTHONUNBUFFERED"] = "1"
     cmd = [
-        sys.executable, "-m", "streamlit", "run", "dashboard.py",
+        sys.executable, "-m", "convmem_dashboard",
         "--server.headless", "true",
         "--server.port", str(port),
         "--server.address", "127.0.0.1",
