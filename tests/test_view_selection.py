@@ -258,3 +258,28 @@ def test_home_view_model():
     for q in QUESTIONS.values():
         assert q.count("?") == 1 and q.endswith("?")
     assert list(itertools.islice(QUESTIONS, 1)) == ["home"]
+
+
+@given(st.lists(st.tuples(st.sampled_from(["system", "user", "assistant", "tool"]),
+                          st.sampled_from([0, 1, 7, 10**6, 2**53 - 1])), max_size=40))
+def test_roles_table_counts_and_sums_each_role_exactly(rows):
+    """Against a plain loop: first-appearance order, exact sums."""
+    from convmem import Message
+
+    c = Conversation("c", None, tuple(Message(f"m{i}", role, tokens) for i, (role, tokens) in enumerate(rows)))
+    expected: dict[str, list[int]] = {}
+    for role, tokens in rows:
+        expected.setdefault(role, [0, 0])
+        expected[role][0] += 1
+        expected[role][1] += tokens
+    assert roles_table(c) == [{"role": r, "messages": n, "tokens": t} for r, (n, t) in expected.items()]
+
+
+def test_roles_table_sums_past_int64_exactly():
+    from convmem import Message
+
+    big = 2**53 - 1
+    c = Conversation("c", None, tuple(Message(f"m{i}", "user" if i % 2 else "tool", big) for i in range(2100)))
+    assert c.total_tokens >= 2**63  # the Python-int path
+    assert roles_table(c) == [{"role": "tool", "messages": 1050, "tokens": 1050 * big},
+                              {"role": "user", "messages": 1050, "tokens": 1050 * big}]
