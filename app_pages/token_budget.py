@@ -15,6 +15,7 @@ from convmem_dashboard import cache_budget as cb
 from convmem_dashboard import clearing_view as cv
 from convmem_dashboard import idle_lines
 from convmem_dashboard import panel_cost
+from convmem_dashboard import panel_replay
 from convmem_dashboard import panel_summary_lines
 from convmem_dashboard import panel_sweep
 from convmem_dashboard import view_token_budget as vm
@@ -230,12 +231,11 @@ key = dataset.key
 file_stem = re.sub(r"[^A-Za-z0-9_.-]+", "_", conv_id)[:80]
 if summaries and not panel_summary_lines.lines_ready(key, conv_id):
     st.stop()  # a bar fills in above; the page reruns when the summary lines are counted
-# Progress instead of grey placeholders: a spinner with the elapsed time while the replay runs.
-# Streamlit shows it only after 0.5 s, so a cached rerun pays nothing (st.status sleeps 0.1 s
-# on every run, docs/decisions.md).
-with st.spinner(f"Replaying {n:,} messages through History…", show_time=True):
-    r = cb.get_replay(key, conv_id, settings)
-    arrays = cb.get_arrays(key, conv_id, settings)
+# A long replay goes in slices, one per script run, under a bar (convmem_dashboard.panel_replay):
+# the previous setting's charts stay on screen, faded, until the new ones are drawn.
+panel_replay.replay_ready(key, conv_id, settings)
+r = cb.get_replay(key, conv_id, settings)
+arrays = cb.get_arrays(key, conv_id, settings)
 stats = r.stats
 
 # ---------------------------------------------------------------------------------------- metrics
@@ -392,6 +392,7 @@ with st.expander("Compare with a second setting (B)", expanded=False, key="cmp",
         )
         if b_sum and not panel_summary_lines.lines_ready(key, conv_id):
             st.stop()  # as for A's summaries: a bar, then the page when the lines are counted
+        panel_replay.replay_ready(key, conv_id, settings_b, "setting B")
         stats_b = cb.get_stats(key, conv_id, settings_b)
         show_table(comparison_table(stats, stats_b), hide_index=True, key="cmp_table")
         if settings.clear_trigger is not None or b_clr:

@@ -29,6 +29,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
+import bench_pages  # noqa: E402
 from bench_pages import (  # noqa: E402
     baseline, finish_line_fill, new_values, open_page, quiet, server_like_script_cache, timed_run,
 )
@@ -66,6 +67,17 @@ def run(at) -> tuple[float, float]:
     return wall, time.process_time() - cpu
 
 
+def change_rows(name: str, what: str, value: str, at) -> list[tuple]:
+    """Rows of one widget change: one row, or, when the page reran itself (``st.rerun()``: Token
+    budget's replay in slices, convmem_dashboard.panel_replay), one row per script run, each a
+    server run of its own held to the goal alone."""
+    wall, cpu = run(at)
+    runs = list(bench_pages.SCRIPT_RUNS)
+    if len(runs) <= 1:
+        return [(name, what, value, wall, cpu)]
+    return [(name, f"{what} (run {i}/{len(runs)})", value, w, c) for i, (w, c) in enumerate(runs, 1)]
+
+
 def new_value(kind: str, widget):
     """A value of ``widget`` other than its current one, or None when it has no other."""
     old = widget.value
@@ -101,7 +113,7 @@ def line_fill_rows(scenario: Scenario, at) -> list[tuple]:
     (convmem_dashboard.panel_summary_lines): each is a script run of its own, held to the goal."""
     fill = finish_line_fill(at)
     return [
-        (scenario.name, f"  (lines, follow-up {i})" if i < len(fill) else "  (lines done: the replay)", "", wall, cpu)
+        (scenario.name, f"  (lines, then the replay: run {i})", "", wall, cpu)
         for i, (wall, cpu) in enumerate(fill, 1)
     ]
 
@@ -114,7 +126,7 @@ def survey(scenario: Scenario, data: str, base: float) -> list[tuple]:
     if scenario.preset:
         for key, value in scenario.preset.items():
             at.session_state[key] = value
-        rows.append((scenario.name, "(preset)", ", ".join(f"{k}={v}" for k, v in scenario.preset.items()), *run(at)))
+        rows += change_rows(scenario.name, "(preset)", ", ".join(f"{k}={v}" for k, v in scenario.preset.items()), at)
         rows += line_fill_rows(scenario, at)
         run(at)
     found = [(kind, w.key) for kind in KINDS for w in getattr(at, kind) if w.key and w.key not in SKIP_KEYS]
@@ -127,7 +139,7 @@ def survey(scenario: Scenario, data: str, base: float) -> list[tuple]:
         if value is None or widget.disabled:
             continue
         set_value(kind, widget, value)
-        rows.append((scenario.name, f"{kind} {key}", str(value)[:28], *run(at)))
+        rows += change_rows(scenario.name, f"{kind} {key}", str(value)[:28], at)
         rows += line_fill_rows(scenario, at)
         try:
             set_value(kind, getattr(at, kind)(key=key), old)
@@ -136,7 +148,7 @@ def survey(scenario: Scenario, data: str, base: float) -> list[tuple]:
         run(at)
     for key in scenario.expanders:
         at.session_state[key] = True
-        rows.append((scenario.name, f"expander {key}", "open", *run(at)))
+        rows += change_rows(scenario.name, f"expander {key}", "open", at)
         at.session_state[key] = False
         run(at)
     for row in rows:

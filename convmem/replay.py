@@ -18,13 +18,14 @@ at any step.
 from __future__ import annotations
 
 import gc
+import threading
 from array import array
 from collections import deque
-from collections.abc import Sequence
+from collections.abc import Generator, Sequence
 from dataclasses import dataclass, field, replace
 from itertools import accumulate, chain, islice, repeat
 from operator import attrgetter, itemgetter, methodcaller, sub
-from typing import overload
+from typing import TypeVar, overload
 
 from ._gc import promote_young
 from .history import (
@@ -55,6 +56,8 @@ __all__ = [
     "ReplayStats",
     "SweepRow",
     "replay",
+    "SlicedReplay",
+    "PAUSE_EVERY",
     "sweep_limits",
     "context_at",
     "tool_names_of",
@@ -544,7 +547,7 @@ def replay(
     gc_was_enabled = gc.isenabled()
     gc.disable()  # bulk allocation of acyclic records: the cyclic GC's scans only cost time here
     try:
-        out = _replay(messages, settings, count_tokens, tool_names, thinking)
+        out = _to_end(_replay(messages, settings, count_tokens, tool_names, thinking))
     except BaseException:
         if gc_was_enabled:
             gc.enable()  # a History left mid-add may hold a cycle: the young collections find it
@@ -557,10 +560,137 @@ def replay(
     return out
 
 
+#: Adds between two points where a replay may pause (:class:`SlicedReplay`). The walks and
+#: History's add loops compare one int per add for it, which :func:`replay` does not notice.
+PAUSE_EVERY = 2048
+
+_T = TypeVar("_T")
+
+
+def _to_end(steps: Generator[int, None, _T]) -> _T:
+    """Run a replay's generator (it yields the adds done at each pause point) to its end; its
+    return value. O(pauses) on top of the work."""
+    while True:
+        try:
+            next(steps)
+        except StopIteration as done:
+            return done.value
+
+
+class SlicedReplay:
+    """:func:`replay` done a slice at a time: the same :class:`Replay`, its work spread over
+    :meth:`advance` calls (a dashboard's script runs, each held to a time goal, drawing progress
+    in between).
+
+    The walks and History's add loops may pause every :data:`PAUSE_EVERY` adds; the base rule
+    with no policy and no summary (a two-pointer walk, about 0.05 s per 10^5 messages) does not,
+    and is done by the first call. Errors are :func:`replay`'s, raised by the :meth:`advance` call
+    that meets them and again by every later call (the replay is not resumed). Thread-safe:
+    concurrent calls take turns (one lock). The cyclic GC is paused during each slice, as in
+    :func:`replay`. Memory: the partial replay (the columns of the adds done so far, its History
+    or walk state), released when it ends; then the Replay.
+
+    >>> from convmem import Message
+    >>> msgs = [Message(f"m{i}", "user", 10) for i in range(5000)]
+    >>> settings = HistorySettings(limit=100, pin_latest_user=True)
+    >>> job = SlicedReplay(msgs, settings)
+    >>> job.advance(2000), job.added, job.total
+    (False, 2048, 5000)
+    >>> job.advance(10_000), job.added
+    (True, 5000)
+    >>> job.result().stats == replay(msgs, settings).stats
+    True
+    """
+
+    __slots__ = ("total", "added", "_steps", "_result", "_error", "_lock")
+
+    def __init__(
+        self, messages: Sequence[Message], settings: HistorySettings, *, count_tokens=None, tool_names=None,
+        thinking=None,
+    ) -> None:
+        if not isinstance(settings, HistorySettings):
+            raise TypeError(f"replay settings must be a HistorySettings, got {settings!r}")
+        #: Messages to add (len(messages)).
+        self.total = len(messages)
+        #: Messages added so far (the total when done).
+        self.added = 0
+        self._steps: Generator[int, None, Replay] | None = _replay(
+            messages, settings, count_tokens, tool_names, thinking
+        )
+        self._result: Replay | None = None
+        self._error: BaseException | None = None
+        self._lock = threading.Lock()
+
+    @property
+    def done(self) -> bool:
+        """True when the replay ended (its Replay made, or it raised)."""
+        return self._steps is None
+
+    def advance(self, max_messages: int) -> bool:
+        """Add at least ``max_messages`` more messages (up to the next pause point: at most
+        PAUSE_EVERY - 1 more), or all that are left; True when the replay is done. O(the adds
+        made) plus, on the last call, the Replay's assembly.
+
+        Raises:
+            ValueError: ``max_messages`` is not an int of at least 1.
+            Exception: what :func:`replay` raises for these messages and settings (every call
+                from the one that met it).
+        """
+        if max_messages.__class__ is not int or max_messages < 1:
+            raise ValueError(f"max_messages must be an int of at least 1, got {max_messages!r}")
+        with self._lock:
+            if self._error is not None:
+                raise self._error
+            steps = self._steps
+            if steps is None:
+                return True
+            stop = self.added + max_messages
+            gc_was_enabled = gc.isenabled()
+            gc.disable()
+            try:
+                added = self.added
+                while added < stop:
+                    added = next(steps)
+                self.added = added
+            except StopIteration as end:
+                self._result, self._steps, self.added = end.value, None, self.total
+            except BaseException as exc:
+                self._error, self._steps = exc, None
+                if gc_was_enabled:
+                    gc.enable()
+                raise
+            if gc_was_enabled:
+                promote_young()  # as replay(): what the slice made is alive and acyclic
+                gc.enable()
+            return self._steps is None
+
+    def result(self) -> Replay:
+        """The Replay (equal to ``replay(messages, settings, ...)``).
+
+        Raises:
+            RuntimeError: the replay is not done (call :meth:`advance` or :meth:`finish`).
+            Exception: what the replay raised.
+        """
+        if self._error is not None:
+            raise self._error
+        if self._result is None:
+            raise RuntimeError(f"the replay is not done: {self.added:,} of {self.total:,} messages added")
+        return self._result
+
+    def finish(self) -> Replay:
+        """Advance to the end; the Replay. Raises as :meth:`advance`."""
+        while not self.advance(max(1, self.total)):
+            continue
+        return self.result()
+
+
 def _replay(
     messages: Sequence[Message], settings: HistorySettings, count_tokens, tool_names=None, thinking=None
-) -> Replay:
-    """The work of :func:`replay` (the GC is paused around it).
+) -> Generator[int, None, Replay]:
+    """The work of :func:`replay` (the GC is paused around it), as a generator: it yields the
+    number of messages added at each pause point (every :data:`PAUSE_EVERY` adds of the walks and
+    History's add loops, never in the base rule) and returns the Replay (:func:`_to_end`,
+    :class:`SlicedReplay`). So do the walks it takes (``yield from``).
 
     The add loop only adds and reads the total and the kept count (two slot reads); History keeps
     every record (its record deque made unbounded: this History is private to the replay) and
@@ -576,9 +706,9 @@ def _replay(
     _check_messages(messages)
     h = history
     if _policy_walk_applies(h, messages, count_tokens):
-        return _replay_policies(messages, settings, h)
+        return (yield from _replay_policies(messages, settings, h))
     if _clearing_walk_applies(messages, h, count_tokens):
-        return _replay_clearing(messages, settings, h, clearings)
+        return (yield from _replay_clearing(messages, settings, h, clearings))
     records: deque[tuple] = deque()
     history._records = records  # every record, in order (History appends each one here)
     summaries: list[Message | None] = []
@@ -592,14 +722,18 @@ def _replay(
         totals = [0] * n
         kept = [0] * n
         step = 0
+        pause = PAUSE_EVERY
         for m in messages:
+            if step == pause:
+                yield step
+                pause += PAUSE_EVERY
             add(m)
             totals[step] = h._total
             kept[step] = h._kept_count
             step += 1
     elif summary_walk := _summary_walk_applies(messages, settings, h, count_tokens):
         h._summarizer._defer()
-        totals, kept, final_summary, lo = _walk_summaries(messages, h, records, summaries)
+        totals, kept, final_summary, lo = yield from _walk_summaries(messages, h, records, summaries)
         final_context = tuple(messages[lo:])
         if final_summary is not None:
             final_context = (_full_summary(h._summarizer, final_summary), *final_context)
@@ -619,7 +753,11 @@ def _replay(
         totals = [0] * n
         kept = [0] * n
         step = 0
+        pause = PAUSE_EVERY
         for m in messages:
+            if step == pause:
+                yield step
+                pause += PAUSE_EVERY
             add(m)
             totals[step] = h._total
             kept[step] = h._kept_count + (h._summary is not None)
@@ -745,7 +883,7 @@ def _summary_walk_applies(messages, settings: HistorySettings, h: History, count
 
 def _walk_summaries(
     messages: Sequence[Message], h: History, records: deque[tuple], summaries: list[Message | None]
-) -> tuple[list[int], list[int], Message | None, int]:
+) -> Generator[int, None, tuple[list[int], list[int], Message | None, int]]:
     """History's base rule with a summarizer (no other policy) without History.add: the totals
     and kept counts after each add (summary included), the summary in place at the end, and the
     first kept step; one range record per History record appended to ``records`` and the accepted
@@ -780,7 +918,11 @@ def _walk_summaries(
     lo = 0
     append = records.append
     step = 0
+    pause = PAUSE_EVERY
     for m in messages:
+        if step == pause:  # a sliced replay may pause here (SlicedReplay)
+            yield step
+            pause += PAUSE_EVERY
         total += m.tokens
         if total > limit:
             peak = total
@@ -1007,11 +1149,13 @@ class _PolicyWalk:
         )
 
 
-def _replay_policies(messages: Sequence[Message], settings: HistorySettings, h: History) -> Replay:
+def _replay_policies(
+    messages: Sequence[Message], settings: HistorySettings, h: History
+) -> Generator[int, None, Replay]:
     """:func:`replay` through :func:`_walk_policies`: the walk's columns become the Replay as they
     are (no pass over the records), its records a columnar :class:`CompactionLog`, its summaries a
     :class:`SummaryLog` of the deferred summarizer's spans. O(n + drops)."""
-    walk = _walk_policies(messages, h)
+    walk = yield from _walk_policies(messages, h)
     messages = tuple(messages)
     n = len(messages)
     drop_reason = tuple(walk.drop_reason)
@@ -1032,7 +1176,7 @@ def _replay_policies(messages: Sequence[Message], settings: HistorySettings, h: 
     )
 
 
-def _walk_policies(messages: Sequence[Message], h: History) -> _PolicyWalk:
+def _walk_policies(messages: Sequence[Message], h: History) -> Generator[int, None, _PolicyWalk]:
     """History's pin, tool-group and start_on_user rules (any combination, a target or not, with
     or without a summarizer; no clearing) without History.add, as a :class:`_PolicyWalk`: the
     totals and kept counts after each add, the final context, History's records (the fields of
@@ -1095,7 +1239,11 @@ def _walk_policies(messages: Sequence[Message], h: History) -> _PolicyWalk:
     kept = 0
     moved = None  # the old latest user message a new one's pin let go (History's pin_moved drop)
     step = 0
+    pause = PAUSE_EVERY
     for m in messages:
+        if step == pause:  # a sliced replay may pause here (SlicedReplay)
+            yield step
+            pause += PAUSE_EVERY
         item = (step, m)
         role = m.role
         if role == "user":
@@ -1449,11 +1597,11 @@ def _clearing_walk_applies(messages: Sequence[Message], h: History, count_tokens
 
 def _replay_clearing(
     messages: Sequence[Message], settings: HistorySettings, h: History, clearings: list[Clearing]
-) -> Replay:
+) -> Generator[int, None, Replay]:
     """:func:`replay` through :func:`_walk_clearing` (``clearings`` is the list History's
     on_clearing fills): the walk's columns become the Replay, the clearings fill ``cleared_at``
     and their prefix changes. O(n + drops + cleared messages)."""
-    walk, current = _walk_clearing(messages, h)
+    walk, current = yield from _walk_clearing(messages, h)
     messages = tuple(messages)
     n = len(messages)
     prefix = walk.prefix_changed
@@ -1495,7 +1643,9 @@ def _replay_clearing(
     )
 
 
-def _walk_clearing(messages: Sequence[Message], h: History) -> tuple[_PolicyWalk, list[Message]]:
+def _walk_clearing(
+    messages: Sequence[Message], h: History
+) -> Generator[int, None, tuple[_PolicyWalk, list[Message]]]:
     """History's add with clearing on (tool results and/or thinking; any pin, tool-group and
     start_on_user combination, a target or not; no summary) without History.add: the
     :class:`_PolicyWalk` columns (as :func:`_walk_policies` fills them) and each message as it
@@ -1559,7 +1709,11 @@ def _walk_clearing(messages: Sequence[Message], h: History) -> tuple[_PolicyWalk
     items: list[list] = []  # every item, so each message's final state is read at the end
     keep_item = items.append
     step = 0
+    pause = PAUSE_EVERY
     for m in messages:
+        if step == pause:  # a sliced replay may pause here (SlicedReplay)
+            yield step
+            pause += PAUSE_EVERY
         item = [step, m]
         keep_item(item)
         role = m.role
@@ -1972,12 +2126,12 @@ def _history_stats(
     limit = settings.limit
     if _policy_walk_applies(history, messages, count_tokens):
         # Pins, tool groups and start_on_user (summaries or not) without clearing: replay's walk.
-        return _walk_policies(messages, history).stats(limit)
+        return _to_end(_walk_policies(messages, history)).stats(limit)
     if _clearing_walk_applies(messages, history, count_tokens):
         # Clearing (any policy, summaries or not): replay's clearing walk, its Replay's stats.
         cleared: list[Clearing] = []
         walker = settings.build(count_tokens, tool_names=tool_names, on_clearing=cleared.append, thinking=thinking)
-        return _replay_clearing(messages, settings, walker, cleared).stats
+        return _to_end(_replay_clearing(messages, settings, walker, cleared)).stats
     acc = [0, 0, 0, 0, 0, 0]  # compactions, dropped, dropped tokens, prefix, accepted, rejected
 
     def sink(raw: tuple) -> None:
@@ -2009,7 +2163,7 @@ def _history_stats(
         # Summaries with no other policy: replay's walk, its records folded afterwards.
         history._summarizer._defer()
         records: deque[tuple] = deque()
-        totals, _kept, _summary, _lo = _walk_summaries(messages, history, records, [])
+        totals, _kept, _summary, _lo = _to_end(_walk_summaries(messages, history, records, []))
         n = len(messages)
         prefix = [False] * n
         acc[0], acc[1], acc[2], acc[4], acc[5] = _fill_from_ranges(

@@ -34,8 +34,8 @@ from convmem import (
     HistorySettings,
     Replay,
     ReplayStats,
+    SlicedReplay,
     SweepRow,
-    replay,
     sweep_limits,
 )
 
@@ -60,6 +60,7 @@ from .tables_budget import base_table, context_at_step, context_records, message
 __all__ = [
     "conversation",
     "get_replay",
+    "replay_job",
     "get_arrays",
     "get_message_arrays",
     "get_base_table",
@@ -93,9 +94,19 @@ def message_index(dataset_key: str, conv_id: str) -> dict[str, int]:
 
 
 @st.cache_resource(show_spinner=False, max_entries=12)
+def replay_job(dataset_key: str, conv_id: str, settings: HistorySettings) -> SlicedReplay:
+    """The conversation's replay under ``settings`` as a :class:`convmem.SlicedReplay`: the page
+    advances it a bounded slice per script run (convmem_dashboard.panel_replay), every other
+    caller drives it to its end (:func:`get_replay`). Shared by the sessions (its lock makes them
+    take turns); an entry evicted mid-way starts over."""
+    return SlicedReplay(conversation(dataset_key, conv_id).messages, settings)
+
+
 def get_replay(dataset_key: str, conv_id: str, settings: HistorySettings) -> Replay:
-    """convmem.replay of the conversation under ``settings`` (O(n); ~1 s per 10^5 messages)."""
-    return replay(conversation(dataset_key, conv_id).messages, settings)
+    """convmem.replay of the conversation under ``settings`` (O(n); ~1 s per 10^5 messages with
+    clearing and summaries, none once :func:`replay_job`'s replay is done). Raises what the
+    replay raised, on every call."""
+    return replay_job(dataset_key, conv_id, settings).finish()
 
 
 @st.cache_resource(show_spinner=False, max_entries=16)

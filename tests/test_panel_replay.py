@@ -1,0 +1,129 @@
+"""Token budget replays a long conversation in slices, one per script run (issue 10 item 3;
+convmem_dashboard.panel_replay over convmem.SlicedReplay).
+
+AppTest on the 10^4-message synthetic conversation with the slice lowered (RUN_MESSAGES 3,000,
+pause points every 2,048 adds): a new heavy setting takes several script runs (AppTest runs the
+reruns ``st.rerun()`` asks for inside one ``at.run()``; each is counted here), each advancing the
+replay by one slice, and the page that follows equals convmem.replay. Light settings, a cached
+setting and a replay that raises take one run.
+"""
+
+from __future__ import annotations
+
+import pytest
+from streamlit.runtime.scriptrunner import script_runner
+
+from convmem import HistorySettings, Message, SlicedReplay, replay
+from convmem_dashboard import cache_budget as cb
+from convmem_dashboard import panel_replay
+from apptest_support import dashboard_app, metrics, ok
+
+PAGE = "app_pages/token_budget.py"
+DATA = "synthetic-10000"
+
+
+@pytest.fixture
+def script_runs(monkeypatch):
+    """The number of script runs of each ``at.run()`` (the list is cleared by each open/run here)."""
+    runs: list[int] = []
+    real = script_runner.exec_func_with_error_handling
+
+    def counted(func, ctx):
+        runs.append(1)
+        return real(func, ctx)
+
+    monkeypatch.setattr(script_runner, "exec_func_with_error_handling", counted)
+    return runs
+
+
+@pytest.fixture
+def slices(monkeypatch):
+    """Small slices, and every advance() that added messages recorded as (added before, after)."""
+    monkeypatch.setattr(panel_replay, "RUN_MESSAGES", 3_000)
+    calls: list[tuple[int, int]] = []
+    real = SlicedReplay.advance
+
+    def advance(self, max_messages):
+        before = self.added
+        try:
+            return real(self, max_messages)
+        finally:
+            if self.added != before:  # get_replay's finish() on a done replay adds nothing
+                calls.append((before, self.added))
+
+    monkeypatch.setattr(SlicedReplay, "advance", advance)
+    return calls
+
+
+def open_page(query: dict | None = None):
+    at = dashboard_app()
+    at.query_params.update({"data": DATA, **(query or {})})
+    at.run()
+    at.switch_page(PAGE)
+    return ok(at.run())
+
+
+def shown_matches(at, settings: HistorySettings) -> None:
+    conv = cb.conversation(DATA, at.selectbox(key="conv").value)
+    want = replay(conv.messages, settings).stats
+    shown = metrics(at)
+    assert shown["Compactions"] == f"{want.compactions:,}"
+    assert shown["Messages dropped"] == f"{want.messages_dropped:,}"
+    assert shown["Prefix changes"] == f"{want.prefix_changes:,}"
+
+
+def test_a_heavy_setting_replays_in_slices_over_several_runs(slices, script_runs):
+    at = open_page({"limit": "3333"})
+    at.toggle(key="clr").set_value(True)
+    slices.clear()
+    script_runs.clear()
+    ok(at.run())
+    # 10,000 messages, at least 3,000 per run, stopping at a pause point (every 2,048 adds)
+    assert slices == [(0, 4096), (4096, 8192), (8192, 10_000)]
+    assert len(script_runs) == 3  # two runs ended in st.rerun() under the bar, then the page
+    assert not [p for p in at.get("progress") if p.proto.text.startswith(panel_replay.BAR_LABEL)]
+    limit = at.slider(key="limit").value
+    shown_matches(at, HistorySettings(limit, clear_trigger=limit, clear_keep=3, clear_at_least=0))
+    slices.clear()
+    script_runs.clear()
+    ok(at.run())  # nothing changed: the replay is done, one run, no slice
+    assert (slices, len(script_runs)) == ([], 1)
+
+
+def test_a_light_setting_and_a_short_conversation_take_one_run(slices, script_runs, monkeypatch):
+    monkeypatch.setattr(panel_replay, "LIGHT_RUN_MESSAGES", 12_000)
+    at = open_page({"limit": "3331"})
+    at.toggle(key="pin_user").set_value(True)
+    slices.clear()
+    script_runs.clear()
+    ok(at.run())
+    assert slices == [(0, 10_000)] and len(script_runs) == 1
+    limit = at.slider(key="limit").value
+    shown_matches(at, HistorySettings(limit, pin_latest_user=True))
+
+
+def test_run_messages_by_setting():
+    light = HistorySettings(1000, pin_system=True, keep_tool_groups=True, start_on_user=True)
+    assert panel_replay.run_messages(light) == panel_replay.LIGHT_RUN_MESSAGES
+    for heavy in (HistorySettings(1000, summary_budget=100), HistorySettings(1000, clear_trigger=500),
+                  HistorySettings(1000, clear_thinking_keep=1)):
+        assert panel_replay.run_messages(heavy) == panel_replay.RUN_MESSAGES
+
+
+def test_a_replay_that_raises_shows_its_error_once_and_does_not_rerun(monkeypatch, script_runs):
+    """A job whose replay raises: the page shows the error in one run (no rerun loop)."""
+
+    def failing(dataset_key, conv_id, settings):
+        return SlicedReplay([Message("x", "user", 1), Message("x", "user", 1)], settings)  # a duplicate id
+
+    at = open_page({"limit": "3337"})
+    monkeypatch.setattr(cb, "replay_job", failing)
+    script_runs.clear()
+    at.toggle(key="clr").set_value(True)
+    at.run()
+    assert len(script_runs) == 1
+    assert at.exception  # Streamlit's error box (details redacted by .streamlit/config.toml)
+
+
+def test_bar_text():
+    assert panel_replay.bar_text(4_096, 10_000) == "Replaying 10,000 messages: 4,096 added"

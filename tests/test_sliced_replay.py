@@ -1,0 +1,203 @@
+"""convmem.SlicedReplay: replay() done a slice at a time gives the same Replay (hypothesis).
+
+Every path replay takes (the base rule, the policy walk, the clearing walk, the summary walk,
+History's add loop with and without a summarizer) is advanced in random slices, with the pause
+points made dense (PAUSE_EVERY patched to 1..5 adds), and the result must equal the per-add
+reference replay (tests/reference_replay.py, History read after every add). Progress, errors, the
+GC state and concurrent callers are checked too.
+"""
+
+from __future__ import annotations
+
+import gc
+import importlib
+import re
+import threading
+from dataclasses import replace
+from unittest import mock
+
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from convmem import HistorySettings, Message, SlicedReplay, generate_conversation, replay
+from reference_replay import reference_replay
+from test_history_properties import TOOL_KINDS, conversations, thinking_of, tool_names_of
+from test_replay_reference import assert_same, unique, words
+
+replay_module = importlib.import_module("convmem.replay")  # the module (convmem.replay is the function)
+
+FLAGS = ("pin_system", "pin_latest_user", "keep_tool_groups", "start_on_user")
+
+
+@st.composite
+def cases(draw):
+    limit = draw(st.one_of(st.integers(0, 40), st.integers(40, 400)))
+    msgs = unique(draw(conversations(limit, 40, TOOL_KINDS)))
+    s = HistorySettings(
+        limit,
+        draw(st.one_of(st.none(), st.integers(0, limit))),
+        **{name: draw(st.booleans()) for name in FLAGS},
+    )
+    if draw(st.booleans()):
+        s = replace(s, summary_budget=draw(st.integers(0, max(limit, 1))))
+    if draw(st.booleans()):
+        s = replace(s, clear_trigger=draw(st.integers(0, limit)), clear_keep=draw(st.integers(0, 3)),
+                    clear_at_least=draw(st.sampled_from([0, 1, limit // 3])))
+    if draw(st.booleans()):
+        s = replace(s, clear_thinking_keep=draw(st.integers(0, 2)))
+    # None: convmem's own counter (the walks); words: a custom counter (History's add loop with
+    # a summarizer, the walks with summaries refused)
+    count = draw(st.sampled_from([None, words]))
+    return s, msgs, count
+
+
+def advance_in_slices(job: SlicedReplay, sizes: list[int]) -> list[int]:
+    """Advance ``job`` to its end by the sizes (cycled); the ``added`` seen after each call."""
+    seen = []
+    i = 0
+    while not job.advance(sizes[i % len(sizes)]):
+        seen.append(job.added)
+        i += 1
+    seen.append(job.added)
+    return seen
+
+
+@settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(cases(), st.integers(1, 5), st.lists(st.integers(1, 7), min_size=1, max_size=4))
+def test_a_sliced_replay_equals_the_per_add_reference(case, pause_every, sizes):
+    s, msgs, count = case
+    kw = dict(count_tokens=count, tool_names=tool_names_of(msgs), thinking=thinking_of(msgs))
+    try:
+        want = reference_replay(msgs, s, count, kw["tool_names"], kw["thinking"])
+    except (TypeError, ValueError) as exc:  # settings History refuses: the same error, every call
+        job = SlicedReplay(msgs, s, **kw)
+        for _ in range(2):
+            with pytest.raises(type(exc), match="^" + re.escape(str(exc)) + "$"):
+                job.advance(sizes[0])
+        return
+    with mock.patch.object(replay_module, "PAUSE_EVERY", pause_every):
+        job = SlicedReplay(msgs, s, **kw)
+        seen = advance_in_slices(job, sizes)
+    assert_same(job.result(), want)
+    assert seen == sorted(seen) and seen[-1] == len(msgs) == job.total
+    assert all(0 <= a <= len(msgs) for a in seen)
+    assert job.done
+
+
+def test_each_walk_pauses_where_told():
+    """At 10 messages and a pause every 2 adds, advance(1) stops after 2 adds on every path that
+    pauses (it adds at least what was asked, up to the next pause point), and the base rule
+    (no pause point) is done by the first call."""
+    msgs = [Message(f"m{i}", "user" if i % 2 == 0 else "assistant", 10) for i in range(10)]
+    paths = {
+        "policy walk": HistorySettings(30, pin_latest_user=True),
+        "clearing walk": HistorySettings(30, clear_trigger=20),
+        "summary walk": HistorySettings(30, summary_budget=10),
+        "History's loop with a summarizer": HistorySettings(30, summary_budget=10, pin_system=True),
+    }
+    with mock.patch.object(replay_module, "PAUSE_EVERY", 2):
+        for name, s in paths.items():
+            count = words if "History" in name else None  # a custom counter: no walk
+            job = SlicedReplay(msgs, s, count_tokens=count)
+            assert (job.advance(1), job.added) == (False, 2), name
+            assert (job.advance(3), job.added) == (False, 6), name
+            assert (job.advance(100), job.added) == (True, 10), name
+            assert_same(job.result(), replay(msgs, s, count_tokens=count))
+        base = SlicedReplay(msgs, HistorySettings(30))
+        assert (base.advance(1), base.added) == (True, 10)
+
+
+def test_history_loop_without_summaries_pauses():
+    """Clearing of thinking with a bad thinking count leaves the replay to History.add (no walk):
+    that loop pauses too, and the error it meets is History's."""
+    msgs = [Message(f"m{i}", "user" if i % 2 == 0 else "assistant", 10) for i in range(10)]
+    s = HistorySettings(30, clear_thinking_keep=0)
+    assert not replay_module._clearing_walk_applies(msgs, s.build(thinking={"m1": 1.5}), None)
+    with mock.patch.object(replay_module, "PAUSE_EVERY", 3):
+        job = SlicedReplay(msgs, s, thinking={"m1": 1.5})
+        with pytest.raises((TypeError, ValueError)) as first:
+            advance_in_slices(job, [1])
+    with pytest.raises(type(first.value)):
+        job.advance(1)  # the same error again: the replay is not resumed
+    with pytest.raises(type(first.value)):
+        job.result()
+    assert job.done
+    job = SlicedReplay(msgs, s, thinking={"m1": 4})
+    with mock.patch.object(replay_module, "PAUSE_EVERY", 3):
+        assert (job.advance(1), job.added) == (False, 3)
+        advance_in_slices(job, [2])
+    assert_same(job.result(), reference_replay(msgs, s, None, None, {"m1": 4}))
+
+
+def test_errors_progress_and_bad_arguments():
+    msgs = [Message("a", "user", 1), Message("a", "user", 1)]  # a duplicate id
+    job = SlicedReplay(msgs, HistorySettings(10))
+    assert (job.total, job.added, job.done) == (2, 0, False)
+    with pytest.raises(RuntimeError, match="not done: 0 of 2 messages added"):
+        job.result()
+    with pytest.raises(ValueError, match="'a'"):
+        job.advance(1)
+    with pytest.raises(ValueError, match="'a'"):
+        job.advance(1)
+    for bad in (0, -3, 1.5, True, "2"):
+        with pytest.raises(ValueError, match="max_messages must be an int of at least 1"):
+            SlicedReplay([], HistorySettings(10)).advance(bad)
+    with pytest.raises(TypeError, match="HistorySettings"):
+        SlicedReplay([], {"limit": 10})
+    empty = SlicedReplay([], HistorySettings(10))
+    assert empty.advance(1) and empty.result().totals == ()
+    assert empty.finish() is empty.result()
+
+
+def test_the_gc_state_is_restored_after_each_slice():
+    msgs = generate_conversation(3000, seed=3).messages
+    s = HistorySettings(2000, pin_latest_user=True, summary_budget=200)
+    job = SlicedReplay(msgs, s)
+    assert gc.isenabled()
+    while not job.advance(500):
+        assert gc.isenabled()
+    gc.disable()
+    try:
+        job2 = SlicedReplay(msgs, s)
+        job2.advance(500)
+        assert not gc.isenabled()  # left as the caller had it
+    finally:
+        gc.enable()
+    assert_same(job.result(), replay(msgs, s))
+
+
+def test_concurrent_callers_take_turns():
+    """Four threads advance one job in slices of 1 (a pause every 3 adds): one Replay, equal to
+    replay()'s; no 'generator already executing'."""
+    msgs = generate_conversation(400, seed=5).messages
+    s = HistorySettings(900, keep_tool_groups=True, clear_trigger=700, summary_budget=150)
+    errors = []
+    with mock.patch.object(replay_module, "PAUSE_EVERY", 3):
+        job = SlicedReplay(msgs, s)
+
+        def worker():
+            try:
+                while not job.advance(1):
+                    continue
+            except BaseException as exc:  # noqa: BLE001 - reported below
+                errors.append(exc)
+
+        threads = [threading.Thread(target=worker) for _ in range(4)]
+        for t in threads:
+            t.start()
+        for t in threads:
+            t.join()
+    assert errors == []
+    assert_same(job.result(), replay(msgs, s))
+
+
+def test_a_long_conversation_in_dashboard_slices():
+    """10^4 synthetic messages with clearing and summaries (the Token budget page's heaviest
+    path), in slices of 3,000 with the real pause spacing: 3 calls, the same Replay."""
+    msgs = generate_conversation(10_000, seed=7).messages
+    s = HistorySettings(3200, summary_budget=300, clear_trigger=3200, clear_keep=3, clear_at_least=30)
+    job = SlicedReplay(msgs, s)
+    seen = advance_in_slices(job, [3000])
+    assert seen == [4096, 8192, 10_000]  # each call stops at the first pause point past its share
+    assert_same(job.result(), replay(msgs, s))
