@@ -54,7 +54,7 @@ def test_a_new_setting_replays_in_slices_under_a_bar_over_the_old_charts(browser
         first_metrics = metric_values(page)
         page.evaluate("() => { window.__barCharts = []; window.__progress.length = 0; }")  # the change's own
 
-        box = page.get_by_label("Exact limit")
+        box = page.get_by_role("spinbutton", name="Exact limit")
         box.fill("28777")
         box.press("Enter")
         page.wait_for_function(
