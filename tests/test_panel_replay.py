@@ -127,3 +127,18 @@ def test_a_replay_that_raises_shows_its_error_once_and_does_not_rerun(monkeypatc
 
 def test_bar_text():
     assert panel_replay.bar_text(4_096, 10_000) == "Replaying 10,000 messages: 4,096 added"
+
+
+def test_setting_b_of_the_comparison_replays_in_slices_too(slices, script_runs):
+    """A light (one run for 10^4 messages), B heavy (clearing): B's replay takes three runs under
+    its own bar, then the comparison is drawn with B's figures."""
+    at = open_page({"limit": "3339"})
+    slices.clear()
+    script_runs.clear()
+    at.session_state["cmp"] = True
+    at.session_state["b_clr"] = True
+    ok(at.run())
+    assert slices == [(0, 4096), (4096, 8192), (8192, 10_000)]
+    assert len(script_runs) == 3
+    assert any(c.value.startswith("Blue = A") for c in at.caption)  # the comparison is drawn
+    assert panel_replay.bar_text(0, 10_000, "setting B") == "Replaying 10,000 messages (setting B): 0 added"
