@@ -56,6 +56,7 @@ from .history import (
     History,
     Summarizer,
     SummaryEvent,
+    as_cleared,
 )
 from .loading import (
     STOP_REASONS,
@@ -131,6 +132,7 @@ __all__ = [
     "CallRecord",
     "check_text",
     "ClearedMessage",
+    "as_cleared",
     "Clearing",
     "ClearThinking",
     "ClearToolUses",

@@ -67,6 +67,7 @@ __all__ = [
     "CLEAR_THINKING",
     "ClearThinking",
     "DEFAULT_PLACEHOLDER",
+    "as_cleared",
 ]
 
 # The drop reasons are convmem.outcomes.DropReason members (str enums: each equals its string).
@@ -337,6 +338,31 @@ def _edited(m: Message, tokens: int, content: str | None) -> Message:
     s_calls(obj, m.tool_call_ids)
     s_call(obj, m.tool_call_id)
     return obj
+
+
+def as_cleared(m: Message, cleared: ClearedMessage, reason: str, placeholder: str = DEFAULT_PLACEHOLDER) -> Message:
+    """``m`` as the clearing that recorded ``cleared`` (of reason ``reason``) left it in the
+    context, by History's own rule (:meth:`History._clear_pass`, :meth:`History._think_pass`): a
+    tool result becomes ``placeholder`` with the placeholder's tokens; a thinking turn keeps its
+    text with its thinking tokens taken off, or becomes "" when it was all thinking. For a view
+    of a past step of a :class:`~convmem.Replay` (``Replay.clearings``, ``Replay.cleared_at``)
+    without replaying. O(1).
+
+    >>> m = Message("t1", "tool", 300, content="a long result", tool_call_id="c1")
+    >>> as_cleared(m, ClearedMessage("t1", "tool", 300, 4, 7), CLEAR_TOOL_RESULTS)
+    Message(id='t1', role='tool', tokens=4, content='[cleared]', tool_call_ids=(), tool_call_id='c1')
+
+    Raises:
+        ValueError: ``cleared`` is another message's record, or ``reason`` is not
+            :data:`CLEAR_TOOL_RESULTS` or :data:`CLEAR_THINKING`.
+    """
+    if cleared.id != m.id or cleared.tokens_before != m.tokens:
+        raise ValueError(f"as_cleared: record {cleared!r} is not of message {m.id!r} ({m.tokens} tokens)")
+    if reason == CLEAR_TOOL_RESULTS:
+        return _edited(m, cleared.tokens_after, placeholder)
+    if reason == CLEAR_THINKING:
+        return _edited(m, cleared.tokens_after, "" if cleared.tokens_after == 0 else m.content)
+    raise ValueError(f"as_cleared: reason must be {CLEAR_TOOL_RESULTS!r} or {CLEAR_THINKING!r}, got {reason!r}")
 
 
 _CLEARED_SLOTS = tuple(

@@ -14,12 +14,13 @@
 from __future__ import annotations
 
 import math
+from bisect import bisect_left
 from collections.abc import Sequence
 
 import numpy as np
 import pandas as pd
 
-from convmem import DROP_REASONS, Compaction, Conversation, Message, Replay, ReplayStats, SweepRow
+from convmem import DROP_REASONS, Compaction, Conversation, Message, Replay, ReplayStats, SweepRow, as_cleared
 from convmem.history import OVER_LIMIT, START_ON_USER, TOO_BIG
 
 from .export_safety import safe_json
@@ -205,7 +206,9 @@ def context_at_step(r: Replay, step: int, arrays: ReplayArrays | None = None) ->
     is the last one accepted at or before ``step`` (unless removed by then: pinned messages left
     it no room); it sits right before the first kept message newer than the *frontier* (the
     newest message a cut dropped from the oldest end: reasons over_limit, too_big,
-    start_on_user), as History.context() places it (docs/decisions.md rule 7).
+    start_on_user), as History.context() places it (docs/decisions.md rule 7). A message cleared
+    at or before ``step`` (``r.cleared_at``) is shown as its clearing left it: a tool result as
+    the placeholder, a thinking turn without its thinking tokens (:func:`convmem.as_cleared`).
     O(n) with numpy. Raises ValueError when ``step`` is out of range.
     """
     n = len(r.messages)
@@ -227,10 +230,37 @@ def context_at_step(r: Replay, step: int, arrays: ReplayArrays | None = None) ->
             break
         chosen = i if step < stop else None  # replaced or removed by ``stop``
     summary = None if chosen is None else r.summaries[chosen]  # only this one's text is built
-    out = [r.messages[i] for i in kept if i < frontier]
+    out = _as_sent(r, [i for i in kept if i < frontier], step)
     if summary is not None:
         out.append(summary)
-    out.extend(r.messages[i] for i in kept if i > frontier)
+    out.extend(_as_sent(r, [i for i in kept if i > frontier], step))
+    return out
+
+
+def _as_sent(r: Replay, indices: list[int], step: int) -> list[Message]:
+    """``r.messages[i]`` for each of ``indices``, a message cleared at or before ``step`` (tool
+    result or thinking: ``r.cleared_at``) as its clearing left it (:func:`convmem.as_cleared`).
+    O(len(indices)) plus, for each cleared one, a bisect over the clearings and a scan of its
+    clearing's records."""
+    messages, cleared_at, clearings = r.messages, r.cleared_at, r.clearings
+    if not clearings or not cleared_at:
+        return [messages[i] for i in indices]
+    steps = None
+    out = []
+    for i in indices:
+        at = cleared_at[i]
+        if at is None or at > step:
+            out.append(messages[i])
+            continue
+        if steps is None:
+            steps = [c.step for c in clearings]  # in step order
+        k = bisect_left(steps, at)
+        while True:  # the clearings of step ``at`` (tool results, thinking): one holds message i
+            record = next((x for x in clearings[k].cleared if x.added_step == i), None)
+            if record is not None:
+                out.append(as_cleared(messages[i], record, clearings[k].reason))
+                break
+            k += 1
     return out
 
 

@@ -16,7 +16,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 import pytest
-from hypothesis import given, settings
+from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from convmem import HistorySettings, Message, context_at, load_conversations, replay, sweep_limits
@@ -24,6 +24,9 @@ from convmem.synthetic import generate_conversation
 from convmem_dashboard import figures_budget as fb
 from convmem_dashboard import tables_budget as tb
 from convmem_dashboard.colors import REASON_COLORS, ROLE_COLORS
+from test_history_properties import TOOL_KINDS, conversations, thinking_of
+from test_history_properties import tool_names_of as history_tool_names
+from test_replay_reference import unique
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -406,6 +409,53 @@ def test_context_at_step_equals_convmem_context_at(conv_index):
         a = fb.replay_arrays(r)
         for step in range(len(conv.messages)):
             assert tb.context_at_step(r, step, a) == context_at(conv.messages, s, step), (s, step)
+
+
+CLEARING_GRID = [
+    HistorySettings(limit, None, pin_system, False, keep_tool_groups, False, budget,
+                    clear_trigger=trigger, clear_keep=keep, clear_at_least=least)
+    for limit in (300, 600)
+    for pin_system, keep_tool_groups in ((False, False), (True, True))
+    for budget in (None, 100)
+    for trigger, keep, least in ((0, 0, 0), (150, 1, 0), (250, 2, 40))
+]
+
+
+@pytest.mark.parametrize("conv_index", [0, 3, 5])
+def test_context_at_step_with_clearing_equals_convmem_context_at(conv_index):
+    """Cleared tool results are shown as their placeholders (a new user saw a context of 36,813
+    tokens under a limit of 20,434: the cleared results at their old size)."""
+    conv = load_conversations(SAMPLE)[conv_index]
+    cleared_seen = 0
+    for s in CLEARING_GRID:
+        r = replay(conv.messages, s)
+        a = fb.replay_arrays(r)
+        for step in range(len(conv.messages)):
+            got = tb.context_at_step(r, step, a)
+            assert got == context_at(conv.messages, s, step), (s, step)
+            assert sum(m.tokens for m in got) == r.totals[step]
+            cleared_seen += sum(m.content == "[cleared]" for m in got)
+    assert cleared_seen > 0  # the grid clears results that stay in the context
+
+
+@st.composite
+def clearing_cases(draw):
+    limit = draw(st.integers(20, 300))
+    msgs = unique(draw(conversations(limit, 30, TOOL_KINDS)))
+    s = HistorySettings(limit, clear_trigger=draw(st.integers(0, limit)), clear_keep=draw(st.integers(0, 2)),
+                        clear_thinking_keep=draw(st.sampled_from([None, 0, 1])),
+                        pin_latest_user=draw(st.booleans()))
+    return s, msgs
+
+
+@settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(clearing_cases())
+def test_context_at_step_with_thinking_and_tool_clearing_equals_history(case):
+    s, msgs = case
+    kw = dict(tool_names=history_tool_names(msgs), thinking=thinking_of(msgs))
+    r = replay(msgs, s, **kw)
+    for step in range(len(msgs)):
+        assert tb.context_at_step(r, step) == context_at(msgs, s, step, **kw), step
 
 
 def test_context_json_shape():
