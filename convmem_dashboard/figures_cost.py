@@ -28,8 +28,9 @@ def cache_steps_figure(a: PromptCache, b: PromptCache | None = None, max_points:
     """Stacked bars per request (x: add step) of cached / written / uncached input tokens.
 
     One panel for A, a second for B when given; over ``max_points`` steps, bars are sums over equal
-    runs of steps (the hover names the run). Trace names: "A served from cache", "A written to
-    cache", "A uncached" (and B's).
+    runs of steps (the hover names the run and the panel). Trace names: "served from cache",
+    "written to cache", "uncached" in each panel; the legend shows the first panel's three, for
+    both (same colours), and each panel's title names it.
     """
     panels = [("A", a)] + ([("B", b)] if b is not None else [])
     fig = make_subplots(
@@ -48,7 +49,7 @@ def cache_steps_figure(a: PromptCache, b: PromptCache | None = None, max_points:
                     x=x,
                     y=getattr(buckets, part),
                     width=buckets.width * 0.9,
-                    name=f"{name} {_NAMES[part]}",
+                    name=_NAMES[part],  # one legend for both panels: no "A" in it (a new user read B's as A's)
                     legendgroup=part,
                     showlegend=row == 1,
                     marker={"color": CACHE_COLORS[part]},

@@ -93,7 +93,9 @@ def test_cache_steps_figure_traces_and_aggregation():
     b = prompt_cache(replay(msgs, HistorySettings(3000, 1500)), ANTHROPIC_SONNET)
     fig = cache_steps_figure(a, b, max_points=10)
     names = [t.name for t in fig.data]
-    assert names == [f"{s} {p}" for s in "AB" for p in ("served from cache", "written to cache", "uncached")]
+    assert names == [p for _ in "AB" for p in ("served from cache", "written to cache", "uncached")]
+    assert [t.showlegend for t in fig.data] == [True] * 3 + [False] * 3  # one legend, for both panels
+    assert [a.text.split(":")[0] for a in fig.layout.annotations] == ["A", "B"]  # the panels' titles
     assert [t.marker.color for t in fig.data[:3]] == list(CACHE_COLORS.values())
     assert sum(sum(t.y) for t in fig.data[:3]) == a.totals.sent
     assert sum(sum(t.y) for t in fig.data[3:]) == b.totals.sent
