@@ -229,8 +229,8 @@ if clearing:
     settings = cv.with_clearing(settings, True, clr_trig, clr_keep, clr_min)
 key = dataset.key
 file_stem = re.sub(r"[^A-Za-z0-9_.-]+", "_", conv_id)[:80]
-if summaries and not panel_summary_lines.lines_ready(key, conv_id):
-    st.stop()  # a bar fills in above; the page reruns when the summary lines are counted
+if summaries:  # the summary lines first, in slices under a bar (convmem_dashboard.panel_summary_lines)
+    panel_summary_lines.lines_ready(key, conv_id)
 # A long replay goes in slices, one per script run, under a bar (convmem_dashboard.panel_replay):
 # the previous setting's charts stay on screen, faded, until the new ones are drawn.
 panel_replay.replay_ready(key, conv_id, settings)
@@ -390,8 +390,8 @@ with st.expander("Compare with a second setting (B)", expanded=False, key="cmp",
         settings_b = cv.with_clearing(
             settings_b, b_clr, settings.clear_trigger, settings.clear_keep, settings.clear_at_least
         )
-        if b_sum and not panel_summary_lines.lines_ready(key, conv_id):
-            st.stop()  # as for A's summaries: a bar, then the page when the lines are counted
+        if b_sum:  # as for A's summaries: the lines first, under a bar
+            panel_summary_lines.lines_ready(key, conv_id)
         panel_replay.replay_ready(key, conv_id, settings_b, "setting B")
         stats_b = cb.get_stats(key, conv_id, settings_b)
         show_table(comparison_table(stats, stats_b), hide_index=True, key="cmp_table")

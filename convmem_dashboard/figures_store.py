@@ -57,7 +57,7 @@ def escape(text: Any) -> str:
 
 def _hover(row: Mapping[str, Any]) -> str:
     lines = [
-        f"call #{row['index']} · request {row['request']} · attempt {row['attempt']}",
+        f"call #{row['index'] + 1} · request {row['request']} · attempt {row['attempt']}",
         f"cursor: {escape(row['cursor'])}",
         f"outcome: <b>{escape(row['outcome'])}</b>",
         f"injected fault: {escape(row['fault'] or 'none')}",

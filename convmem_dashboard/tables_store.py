@@ -309,7 +309,7 @@ def explain_stop(run: FlakyRun) -> str:
     words = STOP_WORDS.get(run.stop_reason or "", f"Stopped: {run.stop_reason}.")
     if last is None:
         return words
-    where = f"Call #{last['index']} ({_cursor_words(last['cursor'])}"
+    where = f"Call #{last['index'] + 1} ({_cursor_words(last['cursor'])}"  # from 1, as "Calls shown"
     if run.stop_reason == StopReason.REPEATED_CURSOR:
         where += f", next cursor {last['next_cursor']}"
     where += ")"
@@ -354,6 +354,7 @@ def call_table(run: FlakyRun, upto: int | None = None) -> pd.DataFrame:
         "page_size", "new_messages", "duplicates", "next_cursor", "loaded_after", "error",
     ]
     frame = pd.DataFrame(list(rows), columns=columns)
+    frame["index"] += 1  # calls are numbered from 1, as "Calls shown", requests and attempts are
     return frame.rename(
         columns={
             "index": "call #",
@@ -544,7 +545,7 @@ def call_table_view(rows: int) -> dict[str, Any]:
         order=CALL_LOG_ORDER,
         placeholder="–",  # no backoff after an ok call (or the last attempt)
         columns={
-            "call #": column("call", help="0-based call number (retries are calls too)."),
+            "call #": column("call", help="Call number, from 1 (retries are calls too)."),
             "request": column("req.", help="Page request: a request and its retries share it."),
             "cursor": column(width=95, help="The cursor requested; (first page) = None, where every load starts."),
             "attempt": column("try", help="Attempt of this request (1 = first try)."),
@@ -564,6 +565,7 @@ def error_table(run: FlakyRun, upto: int | None = None) -> pd.DataFrame:
     message verbatim)."""
     rows = [r for r in (run.calls if upto is None else run.calls[:upto]) if r["error"]]
     frame = pd.DataFrame(rows, columns=["index", "cursor", "attempt", "fault", "error"])
+    frame["index"] += 1  # from 1, as in the call log
     return frame.rename(columns={"index": "call #"})
 
 

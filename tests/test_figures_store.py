@@ -138,9 +138,9 @@ def test_cursors_shown_without_python_none():
     assert "None" not in set(table["cursor"]) | set(table["next cursor"])
     assert table["cursor"].iloc[0] == FIRST_PAGE
     assert table["next cursor"].iloc[-1] == END_CURSOR  # the last page has no next cursor
-    assert explain_stop(run).startswith(f"Call #{len(run.calls) - 1} (cursor ")
+    assert explain_stop(run).startswith(f"Call #{len(run.calls)} (cursor ")  # numbered from 1
     first_only = run_simulation(MESSAGES[:3], 10, FaultConfig(), LoadSettings())
-    assert explain_stop(first_only).startswith("Call #0 (the first page): ")
+    assert explain_stop(first_only).startswith("Call #1 (the first page): ")
 
 
 def test_deadline_failure_is_worded_as_a_deadline():
@@ -316,7 +316,8 @@ def test_call_log_is_as_tall_as_its_rows_and_errors_get_their_own_table():
     assert many["height"] == fit_height(12, max_rows=12)  # a long log scrolls past 12 rows
     errors = error_table(run)
     assert list(errors.columns) == ["call #", "cursor", "attempt", "fault", "error"]
-    assert list(errors["call #"]) == [0, 1, 2, 3, 4] and set(errors["cursor"]) == {FIRST_PAGE}
+    assert list(errors["call #"]) == [1, 2, 3, 4, 5] and set(errors["cursor"]) == {FIRST_PAGE}
+    assert list(call_table(run)["call #"]) == list(range(1, len(run.calls) + 1))  # as "Calls shown"
     assert all(e.startswith("TransientError: ") for e in errors["error"])
     assert error_table_view(len(errors))["column_config"]["error"]["width"] == "large"
     assert error_table(run_simulation(MESSAGES, 5, FaultConfig(), LoadSettings())).empty

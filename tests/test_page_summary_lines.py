@@ -4,9 +4,10 @@ ExtractiveSummarizer.lines_missing).
 
 The pure parts against ExtractiveSummarizer.warm (what is missing is what warm would count), then
 AppTest on the 10^4-message synthetic conversation with the fill's thresholds lowered: the toggle's
-run draws a bar and stops, each follow-up run (the fragment's timer, driven as the frontend does)
-counts one slice, and the page that follows equals convmem.replay. Every line cache is emptied
-first: the lines must really be missing.
+run draws a bar, counts one slice and reruns the script (``st.rerun()``; AppTest runs those reruns
+inside one ``at.run()``, each counted here as a script run), until few enough lines are missing
+for the run to replay, and the page that follows equals convmem.replay. Every line cache is
+emptied first: the lines must really be missing.
 """
 
 from __future__ import annotations
@@ -18,7 +19,7 @@ from convmem.synthetic import generate_conversation
 from convmem_dashboard import cache_budget as cb
 from convmem_dashboard import idle_lines, panel_summary_lines
 from apptest_support import dashboard_app, metrics, ok
-from test_page_sweep_fill import follow_up_run
+from streamlit.runtime.scriptrunner import script_runner
 
 PAGE = "app_pages/token_budget.py"
 DATA = "synthetic-10000"
@@ -65,6 +66,28 @@ def small_fill(monkeypatch, no_lines):
     monkeypatch.setattr(idle_lines, "BATCH", 1_000)
 
 
+@pytest.fixture
+def slices(monkeypatch):
+    """Each fill slice as (lines missing before it, lines it counted); and the script runs."""
+    seen: dict[str, list] = {"slices": [], "runs": []}
+    real_count = idle_lines.count_lines
+    real_exec = script_runner.exec_func_with_error_handling
+
+    def count_lines(messages, most, **kwargs):
+        before = idle_lines.lines_missing(messages)
+        counted = real_count(messages, most, **kwargs)
+        seen["slices"].append((before, counted))
+        return counted
+
+    def counted_run(func, ctx):
+        seen["runs"].append(1)
+        return real_exec(func, ctx)
+
+    monkeypatch.setattr(idle_lines, "count_lines", count_lines)
+    monkeypatch.setattr(script_runner, "exec_func_with_error_handling", counted_run)
+    return seen
+
+
 def open_page(query: dict | None = None):
     at = dashboard_app()
     at.query_params.update({"data": DATA, **(query or {})})
@@ -77,64 +100,61 @@ def comparison_shown(at) -> bool:
     return any(c.value.startswith("Blue = A") for c in at.caption)
 
 
-def fill(at, monkeypatch) -> list[list[str]]:
-    """Follow-up runs until no bar is drawn; the bars each one drew."""
-    seen = []
-    while bars(at):
-        assert len(seen) < 20, seen
-        ok(follow_up_run(at, monkeypatch))
-        seen.append(bars(at))
-    return seen
+def shown_equals_replay(at, messages) -> None:
+    settings = HistorySettings(limit=at.slider(key="limit").value, summary_budget=at.number_input(key="sb").value)
+    want = replay(messages, settings).stats
+    shown = metrics(at)
+    assert shown["Compactions"] == f"{want.compactions:,}"
+    assert shown["Messages dropped"] == f"{want.messages_dropped:,}"
 
 
-def test_the_first_summaries_toggle_counts_lines_in_slices_then_shows_the_replay(small_fill, monkeypatch):
+def test_the_first_summaries_toggle_counts_lines_in_slices_then_shows_the_replay(small_fill, slices):
     at = open_page()
     at.number_input(key="ctx_step").set_value(17)  # a setting below the bar: kept through the fill
     ok(at.run())
     conv = cb.conversation(DATA, at.selectbox(key="conv").value)
     assert idle_lines.lines_missing(conv.messages) == N
+    slices["slices"].clear()
+    slices["runs"].clear()
     at.toggle(key="sum").set_value(True)
     ok(at.run())
-    assert bars(at) == [panel_summary_lines.fill_text(0, N)]
-    assert not at.metric  # the page stopped under the bar: nothing drawn from a replay yet
-    assert idle_lines.lines_missing(conv.messages) == N  # the toggle's own run counted nothing
-    seen = fill(at, monkeypatch)
-    # each follow-up run shows what was counted before its slice (3 batches of 1,000), then the
-    # run that finds at most 1,000 missing reruns the page
-    assert seen == [[panel_summary_lines.fill_text(k, N)] for k in (0, 3_000, 6_000)] + [[]]
-    assert idle_lines.lines_missing(conv.messages) == 0  # the last 1,000: counted by the page's replay
-    settings = HistorySettings(limit=at.slider(key="limit").value, summary_budget=at.number_input(key="sb").value)
-    want = replay(conv.messages, settings).stats
-    shown = metrics(at)
-    assert shown["Compactions"] == f"{want.compactions:,}"
-    assert shown["Messages dropped"] == f"{want.messages_dropped:,}"
+    # one slice of 3 batches of 1,000 per run, each run ending in a rerun; the run that finds at
+    # most 1,000 missing replays (and counts those itself)
+    assert slices["slices"] == [(N, 3_000), (7_000, 3_000), (4_000, 3_000)]
+    assert len(slices["runs"]) == 4
+    assert idle_lines.lines_missing(conv.messages) == 0
+    assert not bars(at)
+    shown_equals_replay(at, conv.messages)
     assert at.number_input(key="ctx_step").value == 17
+    slices["slices"].clear()
+    slices["runs"].clear()
     ok(at.run())
-    assert not bars(at)  # a rerun replays from the cache: no bar again
+    assert slices["slices"] == [] and len(slices["runs"]) == 1  # a rerun replays from the cache
 
 
-def test_few_missing_lines_are_counted_by_the_run_itself(small_fill, monkeypatch):
+def test_few_missing_lines_are_counted_by_the_run_itself(small_fill, slices):
     at = open_page()
     conv = cb.conversation(DATA, at.selectbox(key="conv").value)
     idle_lines.count_lines(conv.messages[:9_000], 10**6)  # the idle worker's part: 1,000 left
+    slices["slices"].clear()
+    slices["runs"].clear()
     at.toggle(key="sum").set_value(True)
     ok(at.run())
-    assert not bars(at) and metrics(at)["Compactions"] != "0"
+    assert slices["slices"] == [] and len(slices["runs"]) == 1
+    assert metrics(at)["Compactions"] != "0"
 
 
-def test_a_link_with_b_summaries_fills_inside_the_comparison(small_fill, monkeypatch):
+def test_a_link_with_b_summaries_fills_inside_the_comparison(small_fill, slices):
     at = open_page({"cmp": "true", "b_sum": "true"})
-    assert bars(at) == [panel_summary_lines.fill_text(0, N)]
+    assert [before for before, _ in slices["slices"]] == [N, 7_000, 4_000]
     assert metrics(at)  # A (summaries off) drew its metrics above
-    assert not comparison_shown(at)
-    fill(at, monkeypatch)
     assert comparison_shown(at)
 
 
-def test_a_database_read_again_mid_view_does_not_fill_forever(small_fill, monkeypatch, tmp_path):
+def test_a_database_read_again_mid_view_does_not_fill_forever(small_fill, slices, tmp_path):
     # "Read the database again" (or its 10-min ttl) gives the page new Conversation objects while
     # cache_budget.conversation, which the replay and the fill read, keeps the ones it read first:
-    # the bar must look at the lines the replay will use, or it never goes away.
+    # the fill must look at the lines the replay will use, or it never ends.
     from convmem.stores import SQLStore
     from convmem_dashboard import data
 
@@ -145,53 +165,52 @@ def test_a_database_read_again_mid_view_does_not_fill_forever(small_fill, monkey
     at.run()
     at.switch_page(PAGE)
     ok(at.run())
-    assert bars(at) == [panel_summary_lines.fill_text(0, 3_000)]
-    fill(at, monkeypatch)
+    assert [before for before, _ in slices["slices"]] == [3_000]  # then 0 missing: the replay
     key, conv_id = at.session_state["data"], at.selectbox(key="conv").value
     data.reread_database(key)
+    slices["slices"].clear()
     at.slider(key="limit").set_value(at.slider(key="limit").value + 100)
     ok(at.run())
-    assert fill(at, monkeypatch) == []  # the replay's lines are all counted: no bar
-    settings = HistorySettings(limit=at.slider(key="limit").value, summary_budget=at.number_input(key="sb").value)
-    want = replay(cb.conversation(key, conv_id).messages, settings).stats
-    assert metrics(at)["Compactions"] == f"{want.compactions:,}"
-    assert metrics(at)["Messages dropped"] == f"{want.messages_dropped:,}"
+    assert slices["slices"] == []  # the replay's lines are all counted: no bar
+    shown_equals_replay(at, cb.conversation(key, conv_id).messages)
 
 
-def test_a_slice_that_raises_stops_the_fill_and_leaves_the_lines_to_the_replay(small_fill, monkeypatch):
-    # else the fragment's timer reruns the failing slice every FILL_EVERY seconds, forever
-    at = open_page({"sum": "true"})
-    assert bars(at) == [panel_summary_lines.fill_text(0, N)]
+def test_a_slice_that_raises_stops_the_fill_and_leaves_the_lines_to_the_replay(small_fill, slices, monkeypatch):
+    # else every run would try the failing slice again and rerun, forever
+    calls = []
 
     def fails(messages, most, **kwargs):
+        calls.append(most)
         raise RuntimeError("the counter broke")
 
     monkeypatch.setattr(idle_lines, "count_lines", fails)
-    ok(follow_up_run(at, monkeypatch))  # the failing slice reruns the page, which replays
-    assert not bars(at) and not at._fragment_storage._fragments
+    at = open_page({"sum": "true"})
+    assert calls == [panel_summary_lines.SLICE_LINES]  # one slice tried, then the replay
+    assert not bars(at)
     conv = cb.conversation(DATA, at.selectbox(key="conv").value)
-    settings = HistorySettings(limit=at.slider(key="limit").value, summary_budget=at.number_input(key="sb").value)
-    assert metrics(at)["Compactions"] == f"{replay(conv.messages, settings).stats.compactions:,}"
+    shown_equals_replay(at, conv.messages)
 
 
-def test_a_fill_whose_lines_another_fill_evicts_gives_way_to_the_replay(small_fill, monkeypatch):
+def test_a_fill_whose_lines_another_fill_evicts_gives_way_to_the_replay(small_fill, slices, monkeypatch):
     # Two sessions fill two conversations of the cache's half each: every slice of one takes the
     # line cache to its cap, which empties it under the other; neither fill would ever end.
     monkeypatch.setattr(summarizers, "LINE_CACHE_SIZE", 2 * N)
     monkeypatch.setattr(panel_summary_lines, "MAX_MESSAGES", N)
     monkeypatch.setattr(panel_summary_lines, "FULL_RUN_LINES", 500)  # each fill's last slice takes it to the cap
     other = list(generate_conversation(N, seed=9).messages)  # the other session's conversation
-    at = open_page({"sum": "true"})
-    conv = cb.conversation(DATA, at.selectbox(key="conv").value)
-    for _ in range(20):
-        if not bars(at):
-            break
-        ok(follow_up_run(at, monkeypatch))
+    real = idle_lines.count_lines
+
+    def with_the_other_session(messages, most, **kwargs):
+        counted = real(messages, most, **kwargs)
         if idle_lines.lines_missing(other) > panel_summary_lines.FULL_RUN_LINES:
-            idle_lines.count_lines(other, panel_summary_lines.SLICE_LINES)  # the other session's slice
-    assert not bars(at) and not at._fragment_storage._fragments
-    settings = HistorySettings(limit=at.slider(key="limit").value, summary_budget=at.number_input(key="sb").value)
-    assert metrics(at)["Compactions"] == f"{replay(conv.messages, settings).stats.compactions:,}"
+            real(other, panel_summary_lines.SLICE_LINES)  # the other session's slice, between two runs
+        return counted
+
+    monkeypatch.setattr(idle_lines, "count_lines", with_the_other_session)
+    at = open_page({"sum": "true"})
+    assert not bars(at) and len(slices["runs"]) < 40  # it ended
+    conv = cb.conversation(DATA, at.selectbox(key="conv").value)
+    shown_equals_replay(at, conv.messages)
 
 
 def test_a_conversation_over_the_cache_s_room_is_left_to_its_replay(small_fill, monkeypatch):
