@@ -21,7 +21,7 @@ from convmem_dashboard.view_home import (
     roles_table,
     upload_outcome,
 )
-from convmem_dashboard.show_table import show_table
+from convmem_dashboard.show_table import show_small_table
 
 
 st.title("convmem: an agent's conversation memory")
@@ -53,7 +53,8 @@ if conv_id is not None:
     st.markdown(conversation_caption(conv))
     for col, metric in zip(st.columns(4), conversation_metrics(conv)):
         col.metric(metric.label, metric.value, help=metric.help)
-    show_table(roles_table(conv), hide_index=True, width="content")
+    # Markdown, not st.dataframe: the first view then loads no table code (show_small_table)
+    show_small_table(roles_table(conv))
     st.caption(
         "Every page shows this conversation until you pick another one (Listing eviction shows "
         "its shopper); the link keeps it too. The first one shown is the longest conversation "

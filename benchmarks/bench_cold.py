@@ -1,7 +1,7 @@
 """Cold first view of each dashboard page in a real browser (Debian's Chromium, Playwright).
 
     .venv/bin/python benchmarks/bench_cold.py [--repeat 3] [--data sample] [--pages home,token_budget]
-                                              [--shots DIR] [--shot-at 1,3,5] [--before ../main]
+                                              [--shots DIR] [--shot-at 1,3,5] [--before ../main] [--floor]
 
 For every repeat and every page (home, token_budget, flaky_store, listing_eviction, agent_session),
 a fresh ``streamlit run dashboard.py`` server (headless, a free 127.0.0.1 port, the flags the e2e
@@ -30,6 +30,13 @@ a one-line Streamlit script (a title, a bold sentence, a metric) served and view
 the same process, so every figure is also a ratio against it: the machine's load and the browser's
 own cost of loading Streamlit's frontend cancel out. Each figure is the median of --repeat runs.
 Nothing here asserts; the load average (``os.getloadavg``) is printed before and after.
+
+``--floor`` also measures Home's floor: a script without convmem that draws the element kinds of
+Home's first view (sidebar page list and selectbox, title, markdown, four page links, nine
+metrics, a form with a text input and a submit button, a button, a selectbox, a dataframe, a text
+input, a file uploader) with constant values, served with everything the launcher preloads. Its
+time after the websocket's first message is what Streamlit's frontend takes to fetch and draw
+those element kinds (each kind's code is a chunk the browser loads when the kind first shows).
 
 ``--shots DIR`` saves viewport screenshots of every cold view ``--shot-at`` seconds after the
 navigation started (issue 10 item 3: a cold-opened link shows progress, never blank placeholders)
@@ -90,6 +97,62 @@ st.title("Baseline")
 st.markdown("**{BASELINE_QUESTION}**")
 st.metric("Messages", "1")
 '''
+
+FLOOR_QUESTION = "Is this the floor page, with the element kinds of Home's first view?"
+FLOOR_SCRIPT = f'''import pandas as pd
+import streamlit as st
+
+st.set_page_config(page_title="floor", page_icon="\N{BRAIN}", layout="wide")
+
+
+def home():
+    st.title("Floor: Home's element kinds")
+    st.markdown("**{FLOOR_QUESTION}**")
+    st.markdown("A paragraph as long as Home's introduction. " * 6)
+    for col, page in zip(st.columns(4), PAGES[1:]):
+        col.page_link(page, label=page.title, icon=":material/home:")
+        col.caption("The question this page answers, as Home's links show it. " * 2)
+    st.subheader("Data in use")
+    st.metric("Dataset", "Sample shoppers (bundled)")
+    for col in st.columns(4):
+        col.metric("Conversations", "1,234", help="how many")
+    st.caption("Source: a bundled file.")
+    st.subheader("Open your agent's database")
+    with st.form("db_form", clear_on_submit=True, border=False):
+        st.text_input("Database URL", key="db_url")
+        st.form_submit_button("Open the database", icon=":material/database:")
+    st.columns(2)[0].button("Open the bundled SQLite sample")
+    st.subheader("Conversation in use")
+    st.selectbox("Conversation", [f"conversation {{i}}" for i in range(40)], help="pick one")
+    st.markdown("**shopper** · 12 messages")
+    for col in st.columns(4):
+        col.metric("Messages", "12", help="how many")
+    st.dataframe(pd.DataFrame({{"role": ["user", "assistant", "tool"], "messages": [4, 5, 3],
+                               "tokens": [1200, 3400, 560]}}), hide_index=True, width="content")
+    st.caption("A caption.")
+    st.subheader("Use your own conversations")
+    st.text_input("Messages path", key="messages_path", help="where the messages are")
+    st.file_uploader("Upload a conversation file", type=["json", "jsonl", "csv"], help="formats")
+
+
+PAGES = [st.Page(home, title="Home", icon=":material/home:", default=True),
+         *(st.Page(st.empty, title=title, icon=":material/home:", url_path=title.lower().replace(" ", "_"))
+           for title in ("Flaky store", "Token budget", "Listing eviction", "Agent session"))]
+page = st.navigation(PAGES)
+st.sidebar.selectbox("Data in use", ["sample", "sample-db", "synthetic-1000"], help="the data")
+st.sidebar.caption("Sample: 40 conversations")
+page.run()
+'''
+#: Serves the floor script (sys.argv[1]) after importing what the launcher preloads, minus the
+#: dashboard's own modules (python -m convmem_dashboard serves only dashboard.py).
+FLOOR_LAUNCHER = f"""import importlib, sys
+sys.path.insert(0, {str(ROOT)!r})
+import convmem_dashboard.__main__ as launcher
+for name in (*launcher.PRELOAD, *launcher.streamlit_first_run()):
+    importlib.import_module(name)
+from streamlit.web import cli
+cli.main(args=["run", *sys.argv[1:]], prog_name="streamlit")
+"""
 
 # Runs in every document before Streamlit's own code: marks (performance.now(), ms since the
 # navigation started) taken on the next animation frame after any DOM change.
@@ -181,6 +244,8 @@ class Server:
         # the README's launcher where the tree has one (the dashboard of this tree), else
         # `streamlit run` (the baseline script, an older tree given with --before)
         launcher = ["-m", "convmem_dashboard"] if script == "dashboard.py" and (cwd / "convmem_dashboard" / "__main__.py").is_file() else ["-m", "streamlit", "run", script]
+        if script == "floor.py":
+            launcher = ["-c", FLOOR_LAUNCHER, script]
         cmd = [
             sys.executable, *launcher,
             "--server.headless", "true",
@@ -293,6 +358,8 @@ def main(argv: list[str] | None = None) -> None:
     ap.add_argument("--before", type=Path, default=None,
                     help="another checkout (e.g. /work/main) whose pages are measured too, as '<page> before', "
                     "in the same rounds")
+    ap.add_argument("--floor", action="store_true",
+                    help="also measure 'home floor': Home's element kinds without convmem (see the module)")
     args = ap.parse_args(argv)
     wanted = [p for p in PAGES if p[0] in args.pages.split(",")]
     if args.shots:
@@ -312,7 +379,10 @@ def main(argv: list[str] | None = None) -> None:
         base_dir = Path(tmp)
         (base_dir / "baseline.py").write_text(BASELINE_SCRIPT)
         shutil.copytree(ROOT / ".streamlit", base_dir / ".streamlit")
+        (base_dir / "floor.py").write_text(FLOOR_SCRIPT)
         targets = [("baseline", base_dir, "baseline.py", "/", BASELINE_QUESTION)]
+        if args.floor:
+            targets.append(("home floor", base_dir, "floor.py", "/", FLOOR_QUESTION))
         for name, path, needle in wanted:
             if args.before:
                 targets.append((f"{name} before", args.before, "dashboard.py", path, needle))

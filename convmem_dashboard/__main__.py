@@ -7,30 +7,105 @@ a 1.8 s first run on the bundled sample, 2 cores under load; 0.4 s with them imp
 docs/decisions.md, "The server imports what every page needs before it listens"). This launcher
 imports them first, as a web server preloads its application, then hands its arguments to
 ``streamlit run dashboard.py`` (e.g. ``--server.port 8600``), so the server answers its health
-check only once they are in. The dashboard's own modules are left to the first view: they
-create Streamlit caches, which belong to the running server.
+check only once they are in. It also imports what the rest of a first run imported (session 23,
+docs/decisions.md "A cold first view imports nothing"): the two Streamlit modules a first run
+imports (:data:`PRELOAD`), and the dashboard's own modules (:func:`dashboard_modules`).
 """
 
 from __future__ import annotations
 
+import contextlib
 import importlib
+import importlib.util
+import logging
 import sys
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from pathlib import Path
 
-__all__ = ["PRELOAD", "main"]
+__all__ = ["PRELOAD", "STREAMLIT_FIRST_RUN", "dashboard_modules", "main", "preload", "streamlit_first_run"]
 
-#: Imported before the server starts, in this order (the slow first imports of a page view).
-PRELOAD = ("numpy", "pandas", "pyarrow", "plotly.graph_objects", "convmem")
-#: The entry script Streamlit runs (beside the convmem_dashboard package).
+#: Imported before the server starts, in this order (the slow first imports of a page view);
+#: pyarrow.pandas_compat is pyarrow's pandas conversion, imported by the first st.dataframe.
+PRELOAD = ("numpy", "pandas", "pyarrow", "pyarrow.pandas_compat", "plotly.graph_objects", "convmem")
+#: Streamlit's own modules that a first run imports, when the installed Streamlit has them
+#: (internal names, checked for the pinned version by tests/test_readme.py; a later Streamlit
+#: without one still starts): the emoji catalog st.set_page_config checks an emoji page icon
+#: against (dashboard.py's favicon; 0.2-0.45 s, the largest import left in a cold first view
+#: once the libraries were in), the Material icon names the pages' and links' icons are checked
+#: against, and st.dataframe's table-type adapters.
+STREAMLIT_FIRST_RUN = ("streamlit.emojis", "streamlit.material_icon_names", "streamlit.dataframe.lazy_df_adapters")
+#: The entry script Streamlit runs (beside the convmem_dashboard package), and its pages' folder.
 DASHBOARD = Path(__file__).resolve().parent.parent / "dashboard.py"
+PAGES_DIR = DASHBOARD.parent / "app_pages"
+#: Streamlit's logger that warns, for each ``st.cache_data`` decorated with no server running yet,
+#: that it checked the cache's parameters against an in-memory storage (see :func:`preload`).
+_CACHE_DATA_LOGGER = "streamlit.runtime.caching.cache_data_api"
+
+
+def streamlit_first_run() -> tuple[str, ...]:
+    """The ones of :data:`STREAMLIT_FIRST_RUN` the installed Streamlit has (found without being
+    imported; their parent packages are), in order. O(len(STREAMLIT_FIRST_RUN)) lookups."""
+    return tuple(name for name in STREAMLIT_FIRST_RUN if _installed(name))
+
+
+def _installed(name: str) -> bool:
+    """Whether module ``name`` can be imported (a missing parent package counts as missing)."""
+    try:
+        return importlib.util.find_spec(name) is not None
+    except ModuleNotFoundError:
+        return False
+
+
+def dashboard_modules(pages_dir: Path = PAGES_DIR, entry: Path = DASHBOARD) -> tuple[str, ...]:
+    """The modules dashboard.py's first view imports for any page: warm_up's
+    :data:`~convmem_dashboard.warmup.HEAVY_MODULES`, then what ``entry`` (dashboard.py) and each
+    ``*.py`` page file in ``pages_dir`` import at their top level
+    (:func:`~convmem_dashboard.warmup.page_modules`), each once, in first-seen order. Reads the
+    files (O(their size)); raises OSError / SyntaxError when one cannot be read / parsed.
+    """
+    from .warmup import HEAVY_MODULES, page_modules
+
+    names = [*HEAVY_MODULES, *page_modules(entry)]
+    for page in sorted(pages_dir.glob("*.py")):
+        names.extend(page_modules(page.resolve()))
+    return tuple(dict.fromkeys(names))
+
+
+@contextlib.contextmanager
+def _cache_params_warnings_muted() -> Iterator[None]:
+    """Silence :data:`_CACHE_DATA_LOGGER` below ERROR inside the block (then restore its level).
+
+    ``st.cache_data`` checks its parameters when it decorates, against the running server's
+    cache storage, or with none yet against a throwaway in-memory one, and says so with a
+    warning. The storage a cache really uses is taken on its first call, inside the server's
+    runs, so the preloaded modules' caches are the server's: the warning is noise there.
+    """
+    logger = logging.getLogger(_CACHE_DATA_LOGGER)
+    level = logger.level
+    logger.setLevel(logging.ERROR)
+    try:
+        yield
+    finally:
+        logger.setLevel(level)
+
+
+def preload(pages_dir: Path = PAGES_DIR) -> None:
+    """Import :data:`PRELOAD`, :func:`streamlit_first_run`, then :func:`dashboard_modules`
+    (their caches' parameter checks not logged, see :func:`_cache_params_warnings_muted`), in
+    order. A first view then imports
+    nothing: warm_up finds every module in and draws no spinner. 1-3 s on 2 loaded cores, once,
+    before the server listens; raises what the imports raise (never in a working install)."""
+    for name in (*PRELOAD, *streamlit_first_run()):
+        importlib.import_module(name)
+    with _cache_params_warnings_muted():
+        for name in dashboard_modules(pages_dir):
+            importlib.import_module(name)
 
 
 def main(argv: Sequence[str] | None = None) -> None:
-    """Import :data:`PRELOAD`, then run ``streamlit run dashboard.py *argv`` (default: this
-    process's arguments). Exits with Streamlit's exit status (raises SystemExit)."""
-    for name in PRELOAD:
-        importlib.import_module(name)
+    """:func:`preload`, then run ``streamlit run dashboard.py *argv`` (default: this process's
+    arguments). Exits with Streamlit's exit status (raises SystemExit)."""
+    preload()
     from streamlit.web import cli
 
     args = list(sys.argv[1:] if argv is None else argv)

@@ -10,7 +10,9 @@ the imports (:data:`HEAVY_MODULES`, then the dashboard modules the page file imp
 :func:`page_modules`) run under a spinner with the elapsed time. The question stays while the
 data picker loads the dataset (its own spinner) and is removed just before the page draws
 itself, question first (issue 10 item 3: progress, never blank placeholders). Later views find
-the modules imported and pay nothing (a ``sys.modules`` lookup per module).
+the modules imported and pay nothing (a ``sys.modules`` lookup per module). A server started
+with ``python -m convmem_dashboard`` (the README's command) imported every one of them before it
+listened (convmem_dashboard.__main__.preload): its first view draws nothing here either.
 
 The token counter is loaded the same way, once per server but off every view: its rank file
 (cl100k_base, 0.1-0.3 s) is needed only by the first replay with summaries (and by data that

@@ -25,8 +25,9 @@ def test_readme_commands_match_ci():
 
 
 def test_the_launcher_imports_the_heavy_modules_then_runs_streamlit_on_dashboard_py(monkeypatch):
-    """python -m convmem_dashboard: PRELOAD imported, then `streamlit run <root>/dashboard.py`
-    with the caller's options (the e2e tests start every server through it)."""
+    """python -m convmem_dashboard: PRELOAD, Streamlit's first-run modules and the dashboard's
+    modules imported, then `streamlit run <root>/dashboard.py` with the caller's options (the e2e
+    tests start every server through it)."""
     import importlib
     import sys
 
@@ -39,7 +40,8 @@ def test_the_launcher_imports_the_heavy_modules_then_runs_streamlit_on_dashboard
     monkeypatch.setattr(cli, "main", lambda args, prog_name: seen.append((prog_name, args)))
     monkeypatch.setattr(sys, "argv", ["convmem_dashboard", "--server.port", "8600"])
     launcher.main()
-    assert seen == [*launcher.PRELOAD, ("streamlit", ["run", str(README.parent / "dashboard.py"), "--server.port", "8600"])]
+    preloaded = [*launcher.PRELOAD, *launcher.STREAMLIT_FIRST_RUN, *launcher.dashboard_modules()]
+    assert seen == [*preloaded, ("streamlit", ["run", str(README.parent / "dashboard.py"), "--server.port", "8600"])]
     assert launcher.DASHBOARD.is_file()
 
 

@@ -9,8 +9,11 @@ from pathlib import Path
 
 import numpy as np
 import pandas as pd
+import pytest
+from hypothesis import given, strategies as hst
 
 from apptest_support import dashboard_app, ok
+from convmem_dashboard.show_table import markdown_table
 from convmem_dashboard.table_layout import column, grouped_numbers, number_text
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -55,3 +58,72 @@ def test_the_token_budget_tables_group_their_numbers():
     cost = next(d.value for d in at.dataframe if d.value.columns[0] == "quantity")
     sent = cost.set_index("quantity").loc["input tokens sent", "A"]
     assert re.fullmatch(r"\d{1,3}(,\d{3})+", sent), sent  # 10^4 messages: millions of tokens sent
+
+
+# show_small_table: a few rows as Markdown (Home's roles table), numbers grouped, text literal.
+
+
+def _read_markdown_table(text: str) -> tuple[list[str], list[str], list[list[str]]]:
+    """Reference reader of a GFM table: each line's cells split on unescaped '|', a backslash
+    taking the next character literally; (header, alignment rule, body)."""
+    lines = []
+    for line in text.split("\n"):
+        cells, cell, chars = [], "", iter(line.strip()[1:-1])
+        for ch in chars:
+            if ch == "\\":
+                cell += next(chars)
+            elif ch == "|":
+                cells.append(cell.strip())
+                cell = ""
+            else:
+                cell += ch
+        cells.append(cell.strip())
+        lines.append(cells)
+    return lines[0], lines[1], lines[2:]
+
+
+def test_markdown_table_groups_numbers_right_aligned_and_escapes_text():
+    text = markdown_table([{"role": "user", "messages": 3, "tokens": 1234567},
+                           {"role": "**tool** | <b>x</b>", "messages": 12, "tokens": 5}])
+    assert text.split("\n") == [
+        "| role | messages | tokens |",
+        "| :-- | --: | --: |",
+        "| user | 3 | 1,234,567 |",
+        r"| \*\*tool\*\* \| \<b\>x\<\/b\> | 12 | 5 |",
+    ]
+
+
+def test_a_column_with_any_text_cell_is_left_aligned_and_a_bool_is_text():
+    header, rule, body = _read_markdown_table(markdown_table([{"a": 1, "b": True}, {"a": "n/a", "b": False}]))
+    assert (header, rule, body) == (["a", "b"], [":--", ":--"], [["1", "True"], ["n/a", "False"]])
+
+
+def test_markdown_table_refuses_no_rows_and_rows_with_other_keys():
+    with pytest.raises(ValueError, match="at least one row"):
+        markdown_table([])
+    with pytest.raises(ValueError, match=r"\['role', 'tokens'\]"):
+        markdown_table([{"role": "user", "tokens": 1}, {"tokens": 1, "role": "user"}])
+
+
+@given(hst.lists(hst.tuples(hst.text(max_size=12), hst.integers(-10**20, 10**20)), min_size=1, max_size=6))
+def test_markdown_table_reads_back_as_its_rows(rows):
+    """Any role text (pipes, backslashes, Markdown, line breaks) and any integer: a GFM reader
+    gets each row back, the text on one line, the number grouped."""
+    text = markdown_table([{"role": r, "tokens": n} for r, n in rows])
+    header, rule, body = _read_markdown_table(text)
+    assert len(text.split("\n")) == len(rows) + 2
+    assert header == ["role", "tokens"] and rule == [":--", "--:"]
+    assert body == [[" ".join(r.split()), f"{n:,}"] for r, n in rows]
+
+
+def test_home_draws_its_roles_table_as_markdown_and_no_dataframe():
+    from convmem_dashboard.data import get_dataset
+    from convmem_dashboard.view_home import roles_table
+
+    at = dashboard_app()
+    ok(at.run())
+    conv = get_dataset("sample").conversation(at.session_state["conv"])
+    assert len(at.dataframe) == 0  # the first view loads no table code in the browser
+    tables = [m.value for m in at.markdown if m.value.startswith("| role |")]
+    assert tables == [markdown_table(roles_table(conv))]
+    assert "| user | " in tables[0] and tables[0].count("\n") == len(roles_table(conv)) + 1
