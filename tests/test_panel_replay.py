@@ -15,11 +15,19 @@ from streamlit.runtime.scriptrunner import script_runner
 
 from convmem import HistorySettings, Message, SlicedReplay, replay
 from convmem_dashboard import cache_budget as cb
+from convmem_dashboard import idle_lines
 from convmem_dashboard import panel_replay
 from apptest_support import dashboard_app, metrics, ok
 
 PAGE = "app_pages/token_budget.py"
 DATA = "synthetic-10000"
+
+
+@pytest.fixture(autouse=True)
+def no_idle_worker(monkeypatch):
+    """No conversation queued for idle_lines' background worker: it would count summary lines
+    after these tests end, into the cache that test_page_summary_lines empties and counts."""
+    monkeypatch.setattr(idle_lines, "MIN_MESSAGES", 10**9)
 
 
 @pytest.fixture
@@ -127,3 +135,52 @@ def test_a_replay_that_raises_shows_its_error_once_and_does_not_rerun(monkeypatc
 
 def test_bar_text():
     assert panel_replay.bar_text(4_096, 10_000) == "Replaying 10,000 messages: 4,096 added"
+
+
+def test_a_job_evicted_between_runs_ends_in_the_next_run(slices, script_runs, monkeypatch):
+    """The cached job evicted between two runs (other sessions filling replay_job's 12 entries:
+    13 of them on distinct settings evict each other's job in turn): the rerun found a new job at
+    0 added, replayed one slice and reran again, for ever. The run that finds the job set back
+    finishes it; the page then equals convmem.replay."""
+    made: list[SlicedReplay] = []
+
+    def evicted_each_time(dataset_key, conv_id, settings):
+        if len(made) > 30:
+            raise RuntimeError("a rerun loop: 30 jobs made")
+        made.append(SlicedReplay(cb.conversation(dataset_key, conv_id).messages, settings))
+        return made[-1]
+
+    at = open_page({"limit": "3339"})
+    monkeypatch.setattr(cb, "replay_job", evicted_each_time)
+    at.toggle(key="clr").set_value(True)
+    slices.clear()
+    script_runs.clear()
+    ok(at.run())
+    assert len(script_runs) == 2  # a slice and its rerun, then the run that finds the job new
+    assert slices[:2] == [(0, 4096), (0, 10_000)]
+    limit = at.slider(key="limit").value
+    shown_matches(at, HistorySettings(limit, clear_trigger=limit, clear_keep=3, clear_at_least=0))
+
+
+def test_a_job_advanced_by_another_session_meanwhile_goes_on_in_slices(slices, script_runs, monkeypatch):
+    """A job moved on by another session between two runs (not set back) is not taken for an
+    evicted one: the page goes on in slices from where the job is."""
+    at = open_page({"limit": "3341"})
+    at.toggle(key="clr").set_value(True)
+    real_ready = panel_replay.replay_ready
+    calls = []
+
+    def other_session_too(dataset_key, conv_id, s, what=""):
+        calls.append(1)
+        if len(calls) == 2:  # between the first and the second run
+            cb.replay_job(dataset_key, conv_id, s).advance(1)
+        return real_ready(dataset_key, conv_id, s, what)
+
+    monkeypatch.setattr(panel_replay, "replay_ready", other_session_too)
+    slices.clear()
+    script_runs.clear()
+    ok(at.run())
+    assert slices == [(0, 4096), (4096, 6144), (6144, 10_000)]
+    assert len(script_runs) == 2
+    limit = at.slider(key="limit").value
+    shown_matches(at, HistorySettings(limit, clear_trigger=limit, clear_keep=3, clear_at_least=0))
