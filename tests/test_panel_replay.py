@@ -10,6 +10,9 @@ setting and a replay that raises take one run.
 
 from __future__ import annotations
 
+from dataclasses import replace
+from unittest import mock
+
 import pytest
 from streamlit.runtime.scriptrunner import script_runner
 
@@ -184,3 +187,33 @@ def test_a_job_advanced_by_another_session_meanwhile_goes_on_in_slices(slices, s
     assert len(script_runs) == 2
     limit = at.slider(key="limit").value
     shown_matches(at, HistorySettings(limit, clear_trigger=limit, clear_keep=3, clear_at_least=0))
+
+
+def test_setting_b_replays_in_slices_under_its_own_bar(slices, script_runs):
+    """The comparison open with B heavy (clearing) and A light: A's replay takes no slice of its
+    own, B's goes in slices (each run ends under B's bar), and the table's B column equals
+    convmem.replay under B."""
+    at = open_page({"limit": "3347", "cmp": "true"})
+    bar_texts = []
+    real_bar_text = panel_replay.bar_text
+
+    def recorded(added, total, what=""):
+        bar_texts.append(real_bar_text(added, total, what))
+        return bar_texts[-1]
+
+    with mock.patch.object(panel_replay, "bar_text", recorded):
+        at.toggle(key="b_clr").set_value(True)
+        slices.clear()
+        script_runs.clear()
+        ok(at.run())
+    assert slices == [(0, 4096), (4096, 8192), (8192, 10_000)]
+    assert len(script_runs) == 3
+    assert bar_texts[-1] == "Replaying 10,000 messages (setting B): 8,192 added"
+    limit = at.slider(key="limit").value
+    conv = cb.conversation(DATA, at.selectbox(key="conv").value)
+    b = HistorySettings.all_policies(limit, target=round(limit * 0.5))  # B's default policies and target
+    want = replay(conv.messages, replace(b, clear_trigger=limit, clear_keep=3, clear_at_least=0)).stats
+    cmp = next(d.value for d in at.dataframe if list(d.value.columns) == ["metric", "unit", "A", "B", "B − A"])
+    rows = cmp.set_index("metric")
+    assert (rows.loc["compactions", "B"], rows.loc["tokens dropped", "B"]) == (want.compactions, want.tokens_dropped)
+    assert rows.loc["compactions", "A"] == replay(conv.messages, HistorySettings(limit)).stats.compactions
