@@ -32,9 +32,10 @@ from . import cache_budget as cb
 
 __all__ = ["BAR_LABEL", "LIGHT_RUN_MESSAGES", "RUN_MESSAGES", "bar_text", "replay_ready", "run_messages"]
 
-#: Messages one script run replays at most (plus up to convmem.PAUSE_EVERY - 1) with summaries or
-#: clearing on: 0.2-0.35 s of CPU on the heaviest path (both) on the 2-core test machine, so the
-#: run that ends the replay and draws the page (0.2-0.3 s more) stays under 1 s.
+#: Messages one script run replays at most (plus up to convmem.PAUSE_EVERY - 1; all that are
+#: left for a job found set back, see :func:`replay_ready`) with summaries or clearing on:
+#: 0.2-0.35 s of CPU on the heaviest path (both) on the 2-core test machine, so the run that ends
+#: the replay and draws the page (0.2-0.3 s more) stays under 1 s.
 RUN_MESSAGES = 40_000
 #: The same with neither (the base rule, pins, tool groups, start_on_user, a target: 0.1-0.3 s
 #: per 10^5 messages): a 10^5-message conversation in one run, no bar.
