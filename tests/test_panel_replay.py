@@ -168,6 +168,7 @@ def test_a_job_evicted_between_runs_ends_in_the_next_run(slices, script_runs, mo
 def test_a_job_advanced_by_another_session_meanwhile_goes_on_in_slices(slices, script_runs, monkeypatch):
     """A job moved on by another session between two runs (not set back) is not taken for an
     evicted one: the page goes on in slices from where the job is."""
+    monkeypatch.setattr(panel_replay, "RUN_MESSAGES", 1_000)  # a slice per pause point
     at = open_page({"limit": "3341"})
     at.toggle(key="clr").set_value(True)
     real_ready = panel_replay.replay_ready
@@ -183,8 +184,8 @@ def test_a_job_advanced_by_another_session_meanwhile_goes_on_in_slices(slices, s
     slices.clear()
     script_runs.clear()
     ok(at.run())
-    assert slices == [(0, 4096), (4096, 6144), (6144, 10_000)]
-    assert len(script_runs) == 2
+    assert slices == [(0, 2048), (2048, 4096), (4096, 6144), (6144, 8192), (8192, 10_000)]
+    assert len(script_runs) == 4  # the other session's slice (2048 -> 4096) saved this one a run
     limit = at.slider(key="limit").value
     shown_matches(at, HistorySettings(limit, clear_trigger=limit, clear_keep=3, clear_at_least=0))
 
