@@ -58,6 +58,8 @@ def gc_paused(promote: bool = True) -> Iterator[None]:
         with _pause_lock:
             _pauses -= 1
             if _pauses == 0 and _resume:
-                if promote and ended:
-                    promote_young()
-                gc.enable()
+                try:
+                    if promote and ended:
+                        promote_young()
+                finally:
+                    gc.enable()  # even when an interruption came during the promotion

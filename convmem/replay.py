@@ -666,12 +666,13 @@ class SlicedReplay:
     def _stop(self, exc: BaseException) -> None:
         """After ``exc`` ended the generator: an Exception is the replay's error, kept with the
         replay's frames cleared (the partial History and columns are released; the lines stay); an
-        interruption (any other BaseException) sets the job back to its start."""
+        interruption (any other BaseException) sets the job back to its start, unless the Replay
+        was made before it (it came as the GC pause ended)."""
         if isinstance(exc, Exception):
             tb = exc.__traceback__.tb_next  # from the replay's generator down (not this call's frame)
             traceback.clear_frames(tb)
             self._error, self._error_tb, self._steps, self._start = exc, tb, None, None
-        else:
+        elif self._steps is not None:
             self._steps, self.added = self._start(), 0
 
     def _raise_error(self) -> None:

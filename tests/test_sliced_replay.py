@@ -356,3 +356,27 @@ def test_two_threads_pausing_the_gc_leave_it_on():
     finally:
         gc.enable()
     assert_same(job_a.result(), reference_replay(msgs, s, words, None, None))
+
+
+def test_an_interruption_after_the_last_slice_keeps_the_replay():
+    """KeyboardInterrupt while the last slice's GC pause ends (the Replay made): it propagates,
+    the job stays done with its Replay (setting it back called the start it had let go: a
+    TypeError hid the interruption), and the GC is back on."""
+    msgs = generate_conversation(50, seed=29).messages
+    s = HistorySettings(300, pin_latest_user=True)
+    job = SlicedReplay(msgs, s)
+    gc_module = importlib.import_module("convmem._gc")
+
+    def interrupted() -> None:
+        raise KeyboardInterrupt
+
+    assert gc.isenabled()
+    try:
+        with mock.patch.object(gc_module, "promote_young", interrupted):
+            with pytest.raises(KeyboardInterrupt):
+                job.advance(100)
+        assert gc.isenabled()
+    finally:
+        gc.enable()
+    assert job.done and job.added == 50
+    assert_same(job.result(), replay(msgs, s))
