@@ -3,8 +3,15 @@
 from __future__ import annotations
 
 import gc
+import threading
+from collections.abc import Iterator
+from contextlib import contextmanager
 
-__all__ = ["promote_young"]
+__all__ = ["gc_paused", "promote_young"]
+
+_pause_lock = threading.Lock()
+_pauses = 0  # gc_paused blocks running, in every thread
+_resume = False  # whether the first of them found the collector on
 
 
 def promote_young() -> None:
@@ -24,3 +31,35 @@ def promote_young() -> None:
     if gc.get_freeze_count() == 0:
         gc.freeze()
         gc.unfreeze()
+
+
+@contextmanager
+def gc_paused(promote: bool = True) -> Iterator[None]:
+    """Pause the cyclic collector for the block (bulk allocation of acyclic objects: a load, a
+    replay or a slice of one).
+
+    Blocks that overlap, in any threads, share one pause: the first turns the collector off when
+    it was on, the last to end turns it back on (after :func:`promote_young` when ``promote`` and
+    that block ended without an exception: what it made is alive). Each block reading the state
+    and restoring it itself left the collector off for good when another thread's block ended
+    between its read and its ``gc.disable()``. A collector the caller turned off stays off. O(1).
+    """
+    global _pauses, _resume
+    with _pause_lock:
+        if _pauses == 0:
+            _resume = gc.isenabled()
+            gc.disable()
+        _pauses += 1
+    ended = False
+    try:
+        yield
+        ended = True
+    finally:
+        with _pause_lock:
+            _pauses -= 1
+            if _pauses == 0 and _resume:
+                try:
+                    if promote and ended:
+                        promote_young()
+                finally:
+                    gc.enable()  # even when an interruption came during the promotion

@@ -17,17 +17,19 @@ at any step.
 
 from __future__ import annotations
 
-import gc
 import threading
+import traceback
 from array import array
 from collections import deque
-from collections.abc import Generator, Sequence
+from collections.abc import Callable, Generator, Sequence
 from dataclasses import dataclass, field, replace
+from functools import partial
 from itertools import accumulate, chain, islice, repeat
 from operator import attrgetter, itemgetter, methodcaller, sub
+from types import TracebackType
 from typing import TypeVar, overload
 
-from ._gc import promote_young
+from ._gc import gc_paused
 from .history import (
     OVER_LIMIT,
     PIN_MOVED,
@@ -544,20 +546,12 @@ def replay(
     tool name) serves ``settings.exclude_tools``; ``cleared_at`` gives, per message, the step whose
     clearing replaced it by the placeholder (None when never cleared).
     """
-    gc_was_enabled = gc.isenabled()
-    gc.disable()  # bulk allocation of acyclic records: the cyclic GC's scans only cost time here
-    try:
-        out = _to_end(_replay(messages, settings, count_tokens, tool_names, thinking))
-    except BaseException:
-        if gc_was_enabled:
-            gc.enable()  # a History left mid-add may hold a cycle: the young collections find it
-        raise
-    if gc_was_enabled:
-        # What the replay made skips the young collections: it is alive (the Replay) and makes
-        # no cycle (tests/test_replay_gc.py), so walking it there would only cost time.
-        promote_young()
-        gc.enable()
-    return out
+    # Bulk allocation of acyclic records: the cyclic GC's scans only cost time here. What the
+    # replay made then skips the young collections: it is alive (the Replay) and makes no cycle
+    # (tests/test_replay_gc.py). A replay that raises is not promoted (a History left mid-add
+    # may hold a cycle: the young collections find it).
+    with gc_paused():
+        return _to_end(_replay(messages, settings, count_tokens, tool_names, thinking))
 
 
 #: Adds between two points where a replay may pause (:class:`SlicedReplay`). The walks and
@@ -584,11 +578,16 @@ class SlicedReplay:
 
     The walks and History's add loops may pause every :data:`PAUSE_EVERY` adds; the base rule
     with no policy and no summary (a two-pointer walk, about 0.05 s per 10^5 messages) does not,
-    and is done by the first call. Errors are :func:`replay`'s, raised by the :meth:`advance` call
-    that meets them and again by every later call (the replay is not resumed). Thread-safe:
-    concurrent calls take turns (one lock). The cyclic GC is paused during each slice, as in
+    and is done by the first call. ``messages`` is taken as it is at construction (a tuple of it:
+    a list changed between slices does not change the replay). Errors are :func:`replay`'s: a
+    TypeError for settings or messages that are not a HistorySettings or a sequence at
+    construction, any other by the :meth:`advance` call that meets it and again by every later
+    call (the replay is not resumed). An interruption in a slice (KeyboardInterrupt, SystemExit:
+    not an Exception) propagates and sets the job back to its start. Thread-safe: concurrent
+    calls take turns (one lock). The cyclic GC is paused during each slice, as in
     :func:`replay`. Memory: the partial replay (the columns of the adds done so far, its History
-    or walk state), released when it ends; then the Replay.
+    or walk state), released when it ends (a kept error keeps its traceback's lines, not the
+    replay's locals); then the Replay.
 
     >>> from convmem import Message
     >>> msgs = [Message(f"m{i}", "user", 10) for i in range(5000)]
@@ -602,7 +601,7 @@ class SlicedReplay:
     True
     """
 
-    __slots__ = ("total", "added", "_steps", "_result", "_error", "_lock")
+    __slots__ = ("total", "added", "_start", "_steps", "_result", "_error", "_error_tb", "_lock")
 
     def __init__(
         self, messages: Sequence[Message], settings: HistorySettings, *, count_tokens=None, tool_names=None,
@@ -610,20 +609,24 @@ class SlicedReplay:
     ) -> None:
         if not isinstance(settings, HistorySettings):
             raise TypeError(f"replay settings must be a HistorySettings, got {settings!r}")
+        _check_sequence(messages)
+        messages = tuple(messages)  # as they are now: a list may change between slices
         #: Messages to add (len(messages)).
         self.total = len(messages)
         #: Messages added so far (the total when done).
         self.added = 0
-        self._steps: Generator[int, None, Replay] | None = _replay(
-            messages, settings, count_tokens, tool_names, thinking
+        self._start: Callable[[], Generator[int, None, Replay]] | None = partial(
+            _replay, messages, settings, count_tokens, tool_names, thinking
         )
+        self._steps: Generator[int, None, Replay] | None = self._start()
         self._result: Replay | None = None
-        self._error: BaseException | None = None
+        self._error: Exception | None = None
+        self._error_tb: TracebackType | None = None
         self._lock = threading.Lock()
 
     @property
     def done(self) -> bool:
-        """True when the replay ended (its Replay made, or it raised)."""
+        """True when the replay ended (its Replay made, or it raised an Exception)."""
         return self._steps is None
 
     def advance(self, max_messages: int) -> bool:
@@ -635,34 +638,48 @@ class SlicedReplay:
             ValueError: ``max_messages`` is not an int of at least 1.
             Exception: what :func:`replay` raises for these messages and settings (every call
                 from the one that met it).
+            BaseException: an interruption met in the slice (KeyboardInterrupt, SystemExit): the
+                replay is not ended by it, the next call starts it over.
         """
         if max_messages.__class__ is not int or max_messages < 1:
             raise ValueError(f"max_messages must be an int of at least 1, got {max_messages!r}")
         with self._lock:
-            if self._error is not None:
-                raise self._error
+            self._raise_error()
             steps = self._steps
             if steps is None:
                 return True
             stop = self.added + max_messages
-            gc_was_enabled = gc.isenabled()
-            gc.disable()
             try:
-                added = self.added
-                while added < stop:
-                    added = next(steps)
-                self.added = added
-            except StopIteration as end:
-                self._result, self._steps, self.added = end.value, None, self.total
+                with gc_paused():  # as replay(): what the slice made is alive and acyclic
+                    try:
+                        added = self.added
+                        while added < stop:
+                            added = next(steps)
+                        self.added = added
+                    except StopIteration as end:
+                        self._result, self._steps, self._start, self.added = end.value, None, None, self.total
             except BaseException as exc:
-                self._error, self._steps = exc, None
-                if gc_was_enabled:
-                    gc.enable()
+                self._stop(exc)
                 raise
-            if gc_was_enabled:
-                promote_young()  # as replay(): what the slice made is alive and acyclic
-                gc.enable()
             return self._steps is None
+
+    def _stop(self, exc: BaseException) -> None:
+        """After ``exc`` ended the generator: an Exception is the replay's error, kept with the
+        replay's frames cleared (the partial History and columns are released; the lines stay); an
+        interruption (any other BaseException) sets the job back to its start, unless the Replay
+        was made before it (it came as the GC pause ended)."""
+        if isinstance(exc, Exception):
+            tb = exc.__traceback__.tb_next  # from the replay's generator down (not this call's frame)
+            traceback.clear_frames(tb)
+            self._error, self._error_tb, self._steps, self._start = exc, tb, None, None
+        elif self._steps is not None:
+            self._steps, self.added = self._start(), 0
+
+    def _raise_error(self) -> None:
+        """Raise the replay's error again, if it raised, with its first traceback (so a traceback
+        does not grow, nor hold the frames of every caller, with each call that raises it)."""
+        if self._error is not None:
+            raise self._error.with_traceback(self._error_tb)
 
     def result(self) -> Replay:
         """The Replay (equal to ``replay(messages, settings, ...)``).
@@ -671,8 +688,7 @@ class SlicedReplay:
             RuntimeError: the replay is not done (call :meth:`advance` or :meth:`finish`).
             Exception: what the replay raised.
         """
-        if self._error is not None:
-            raise self._error
+        self._raise_error()
         if self._result is None:
             raise RuntimeError(f"the replay is not done: {self.added:,} of {self.total:,} messages added")
         return self._result
@@ -754,15 +770,19 @@ def _replay(
         kept = [0] * n
         step = 0
         pause = PAUSE_EVERY
-        for m in messages:
-            if step == pause:
-                yield step
-                pause += PAUSE_EVERY
-            add(m)
-            totals[step] = h._total
-            kept[step] = h._kept_count + (h._summary is not None)
-            step += 1
-        history._sink = None  # the sink closes over the History: no cycle outlives the replay
+        try:
+            for m in messages:
+                if step == pause:
+                    yield step
+                    pause += PAUSE_EVERY
+                add(m)
+                totals[step] = h._total
+                kept[step] = h._kept_count + (h._summary is not None)
+                step += 1
+        finally:
+            # The sink closes over the History: no cycle outlives the replay, nor a sliced replay
+            # dropped part-way (its generator closed at a pause) or one that raised.
+            history._sink = None
 
     prefix = [False] * n
     dropped_at: list[int | None] = [None] * n
@@ -2007,9 +2027,7 @@ def sweep_limits(
         or settings.clear_thinking_keep is not None
     )
     tokens = [m.tokens for m in messages] if plain else None
-    gc_was_enabled = gc.isenabled()
-    gc.disable()  # as in replay: bulk allocation of acyclic records
-    try:
+    with gc_paused(promote=False):  # as in replay: bulk allocation of acyclic records
         for limit in limits:
             s = settings.at_limit(limit)
             if plain:
@@ -2018,9 +2036,6 @@ def sweep_limits(
             else:
                 stats = _history_stats(messages, s, count_tokens, tool_names, thinking)
             rows.append(SweepRow(limit, stats))
-    finally:
-        if gc_was_enabled:
-            gc.enable()
     return rows
 
 
@@ -2032,11 +2047,7 @@ def _check_messages(messages: Sequence[Message]) -> None:
     10 ms per 10^5 messages; only a failing sequence is walked in Python to name the first bad
     index.
     """
-    if isinstance(messages, (str, bytes)) or not isinstance(messages, Sequence):
-        raise TypeError(
-            f"messages must be a sequence (list or tuple) of Message, got {type(messages).__name__}"
-            f" {messages!r:.120}"
-        )
+    _check_sequence(messages)
     kinds = set(map(type, messages))
     if all(issubclass(k, Message) for k in kinds) and len(set(map(_ID, messages))) == len(messages):
         return
@@ -2047,6 +2058,15 @@ def _check_messages(messages: Sequence[Message]) -> None:
         if m.id in seen:
             raise ValueError(f"replay messages[{i}].id {m.id!r} repeats messages[{seen[m.id]}]")
         seen[m.id] = i
+
+
+def _check_sequence(messages: Sequence[Message]) -> None:
+    """The TypeError of :func:`_check_messages` for what is not a sequence (an iterator, a str). O(1)."""
+    if isinstance(messages, (str, bytes)) or not isinstance(messages, Sequence):
+        raise TypeError(
+            f"messages must be a sequence (list or tuple) of Message, got {type(messages).__name__}"
+            f" {messages!r:.120}"
+        )
 
 
 _ID = attrgetter("id")

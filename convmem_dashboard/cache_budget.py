@@ -98,7 +98,7 @@ def replay_job(dataset_key: str, conv_id: str, settings: HistorySettings) -> Sli
     """The conversation's replay under ``settings`` as a :class:`convmem.SlicedReplay`: the page
     advances it a bounded slice per script run (convmem_dashboard.panel_replay), every other
     caller drives it to its end (:func:`get_replay`). Shared by the sessions (its lock makes them
-    take turns); an entry evicted mid-way starts over."""
+    take turns); an entry evicted mid-way starts over (and panel_replay then ends it in one run)."""
     return SlicedReplay(conversation(dataset_key, conv_id).messages, settings)
 
 

@@ -10,16 +10,27 @@ setting and a replay that raises take one run.
 
 from __future__ import annotations
 
+from dataclasses import replace
+from unittest import mock
+
 import pytest
 from streamlit.runtime.scriptrunner import script_runner
 
 from convmem import HistorySettings, Message, SlicedReplay, replay
 from convmem_dashboard import cache_budget as cb
+from convmem_dashboard import idle_lines
 from convmem_dashboard import panel_replay
 from apptest_support import dashboard_app, metrics, ok
 
 PAGE = "app_pages/token_budget.py"
 DATA = "synthetic-10000"
+
+
+@pytest.fixture(autouse=True)
+def no_idle_worker(monkeypatch):
+    """No conversation queued for idle_lines' background worker: it would count summary lines
+    after these tests end, into the cache that test_page_summary_lines empties and counts."""
+    monkeypatch.setattr(idle_lines, "MIN_MESSAGES", 10**9)
 
 
 @pytest.fixture
@@ -129,16 +140,81 @@ def test_bar_text():
     assert panel_replay.bar_text(4_096, 10_000) == "Replaying 10,000 messages: 4,096 added"
 
 
-def test_setting_b_of_the_comparison_replays_in_slices_too(slices, script_runs):
-    """A light (one run for 10^4 messages), B heavy (clearing): B's replay takes three runs under
-    its own bar, then the comparison is drawn with B's figures."""
+def test_a_job_evicted_between_runs_ends_in_the_next_run(slices, script_runs, monkeypatch):
+    """The cached job evicted between two runs (other sessions filling replay_job's 12 entries:
+    13 of them on distinct settings evict each other's job in turn): the rerun found a new job at
+    0 added, replayed one slice and reran again, for ever. The run that finds the job set back
+    finishes it; the page then equals convmem.replay."""
+    made: list[SlicedReplay] = []
+
+    def evicted_each_time(dataset_key, conv_id, settings):
+        if len(made) > 30:
+            raise RuntimeError("a rerun loop: 30 jobs made")
+        made.append(SlicedReplay(cb.conversation(dataset_key, conv_id).messages, settings))
+        return made[-1]
+
     at = open_page({"limit": "3339"})
+    monkeypatch.setattr(cb, "replay_job", evicted_each_time)
+    at.toggle(key="clr").set_value(True)
     slices.clear()
     script_runs.clear()
-    at.session_state["cmp"] = True
-    at.session_state["b_clr"] = True
     ok(at.run())
+    assert len(script_runs) == 2  # a slice and its rerun, then the run that finds the job new
+    assert slices[:2] == [(0, 4096), (0, 10_000)]
+    limit = at.slider(key="limit").value
+    shown_matches(at, HistorySettings(limit, clear_trigger=limit, clear_keep=3, clear_at_least=0))
+
+
+def test_a_job_advanced_by_another_session_meanwhile_goes_on_in_slices(slices, script_runs, monkeypatch):
+    """A job moved on by another session between two runs (not set back) is not taken for an
+    evicted one: the page goes on in slices from where the job is."""
+    monkeypatch.setattr(panel_replay, "RUN_MESSAGES", 1_000)  # a slice per pause point
+    at = open_page({"limit": "3341"})
+    at.toggle(key="clr").set_value(True)
+    real_ready = panel_replay.replay_ready
+    calls = []
+
+    def other_session_too(dataset_key, conv_id, s, what=""):
+        calls.append(1)
+        if len(calls) == 2:  # between the first and the second run
+            cb.replay_job(dataset_key, conv_id, s).advance(1)
+        return real_ready(dataset_key, conv_id, s, what)
+
+    monkeypatch.setattr(panel_replay, "replay_ready", other_session_too)
+    slices.clear()
+    script_runs.clear()
+    ok(at.run())
+    assert slices == [(0, 2048), (2048, 4096), (4096, 6144), (6144, 8192), (8192, 10_000)]
+    assert len(script_runs) == 4  # the other session's slice (2048 -> 4096) saved this one a run
+    limit = at.slider(key="limit").value
+    shown_matches(at, HistorySettings(limit, clear_trigger=limit, clear_keep=3, clear_at_least=0))
+
+
+def test_setting_b_replays_in_slices_under_its_own_bar(slices, script_runs):
+    """The comparison open with B heavy (clearing) and A light: A's replay takes no slice of its
+    own, B's goes in slices (each run ends under B's bar), and the table's B column equals
+    convmem.replay under B."""
+    at = open_page({"limit": "3347", "cmp": "true"})
+    bar_texts = []
+    real_bar_text = panel_replay.bar_text
+
+    def recorded(added, total, what=""):
+        bar_texts.append(real_bar_text(added, total, what))
+        return bar_texts[-1]
+
+    with mock.patch.object(panel_replay, "bar_text", recorded):
+        at.toggle(key="b_clr").set_value(True)
+        slices.clear()
+        script_runs.clear()
+        ok(at.run())
     assert slices == [(0, 4096), (4096, 8192), (8192, 10_000)]
     assert len(script_runs) == 3
-    assert any(c.value.startswith("Blue = A") for c in at.caption)  # the comparison is drawn
-    assert panel_replay.bar_text(0, 10_000, "setting B") == "Replaying 10,000 messages (setting B): 0 added"
+    assert bar_texts[-1] == "Replaying 10,000 messages (setting B): 8,192 added"
+    limit = at.slider(key="limit").value
+    conv = cb.conversation(DATA, at.selectbox(key="conv").value)
+    b = HistorySettings.all_policies(limit, target=round(limit * 0.5))  # B's default policies and target
+    want = replay(conv.messages, replace(b, clear_trigger=limit, clear_keep=3, clear_at_least=0)).stats
+    cmp = next(d.value for d in at.dataframe if list(d.value.columns) == ["metric", "unit", "A", "B", "B − A"])
+    rows = cmp.set_index("metric")
+    assert (rows.loc["compactions", "B"], rows.loc["tokens dropped", "B"]) == (want.compactions, want.tokens_dropped)
+    assert rows.loc["compactions", "A"] == replay(conv.messages, HistorySettings(limit)).stats.compactions

@@ -13,6 +13,7 @@ import gc
 import importlib
 import re
 import threading
+import traceback
 from dataclasses import replace
 from unittest import mock
 
@@ -200,4 +201,182 @@ def test_a_long_conversation_in_dashboard_slices():
     job = SlicedReplay(msgs, s)
     seen = advance_in_slices(job, [3000])
     assert seen == [4096, 8192, 10_000]  # each call stops at the first pause point past its share
+    assert_same(job.result(), replay(msgs, s))
+
+
+# ------------------------------------------------------------------ session 23 breaker's findings
+
+
+def words_interrupted_once():
+    """A counter (words) whose first call raises KeyboardInterrupt: Ctrl-C in the middle of a slice."""
+    calls = [0]
+
+    def count(text: str) -> int:
+        calls[0] += 1
+        if calls[0] == 1:
+            raise KeyboardInterrupt
+        return words(text)
+
+    return count
+
+
+def test_an_interrupted_slice_starts_over_on_the_next_call():
+    """KeyboardInterrupt (or SystemExit) in a slice is not the replay's error: it propagates, the
+    GC is back on, and the next call replays from the start (it was re-raised forever)."""
+    msgs = generate_conversation(300, seed=11).messages
+    s = HistorySettings(900, summary_budget=150)  # a custom counter: History's loop, the summarizer counts
+    job = SlicedReplay(msgs, s, count_tokens=words_interrupted_once())
+    with mock.patch.object(replay_module, "PAUSE_EVERY", 7):
+        with pytest.raises(KeyboardInterrupt):
+            advance_in_slices(job, [5])
+        assert gc.isenabled()
+        assert (job.done, job.added) == (False, 0)
+        with pytest.raises(RuntimeError, match="not done: 0 of 300"):
+            job.result()
+        seen = advance_in_slices(job, [5])
+    assert seen[0] == 7 and seen[-1] == 300
+    assert_same(job.result(), reference_replay(msgs, s, words, None, None))
+
+
+def test_a_failed_job_keeps_its_error_not_its_partial_replay():
+    """The stored error's traceback neither grows with each call that raises it again (each held
+    the frames of its caller: a dashboard's script runs) nor holds the partial replay through the
+    replay's frames (the History and columns of 10^4 adds: ~3 MB)."""
+    msgs = generate_conversation(10_000, seed=13).messages
+    last = [m for m in msgs if m.role == "assistant"][-1]
+    s = HistorySettings(3200, clear_thinking_keep=1)
+    bad = {last.id: -1}  # History raises at the last assistant message, after ~10^4 adds
+    with pytest.raises(ValueError) as direct:
+        replay(msgs, s, thinking=bad)
+    traceback.extract_tb(direct.value.__traceback__)  # linecache reads the files before the count
+    gc.collect()
+    import tracemalloc
+
+    tracemalloc.start()
+    try:
+        before = tracemalloc.get_traced_memory()[0]
+        job = SlicedReplay(msgs, s, thinking=bad)
+        depths = []
+        for call in (job.finish, job.finish, job.finish, job.finish, job.result):
+            with pytest.raises(ValueError, match="^" + re.escape(str(direct.value)) + "$") as err:
+                call()
+            depths.append(len(traceback.extract_tb(err.value.__traceback__)))
+            del err
+        gc.collect()
+        held = tracemalloc.get_traced_memory()[0] - before
+    finally:
+        tracemalloc.stop()
+    assert job.done
+    assert depths[1:4] == depths[1:2] * 3, depths  # no growth from one call to the next
+    assert held < 300_000, held
+
+
+def test_the_messages_are_taken_as_they_are_when_the_job_is_made():
+    """A list changed between slices (a live conversation growing) does not change the replay: it
+    raised IndexError; and a non-sequence is refused as replay refuses it."""
+    msgs = list(generate_conversation(60, seed=17).messages)
+    for s in (HistorySettings(300, pin_latest_user=True), HistorySettings(300, summary_budget=50),
+              HistorySettings(300, clear_trigger=200), HistorySettings(300, summary_budget=50, pin_system=True)):
+        live = list(msgs)
+        with mock.patch.object(replay_module, "PAUSE_EVERY", 5):
+            job = SlicedReplay(live, s)
+            job.advance(1)
+            live.append(Message("late", "user", 5))
+            live[0] = Message("swapped", "user", 500)
+            got = job.finish()
+        assert_same(got, replay(msgs, s))
+        assert job.total == 60
+    with pytest.raises(TypeError) as direct:
+        replay(iter(msgs), HistorySettings(10))
+    with pytest.raises(TypeError, match="^messages must be a sequence .*list_iterator"):
+        SlicedReplay(iter(msgs), HistorySettings(10))
+    assert str(direct.value).startswith("messages must be a sequence")
+
+
+def test_an_abandoned_job_leaves_no_cycle():
+    """A partial job dropped (a dashboard cache evicting it) frees its History at once, without the
+    cyclic GC: History's loop with a summarizer closed a cycle through its record sink, which
+    only a full collection found (the slices had moved it to the oldest generation)."""
+    msgs = generate_conversation(400, seed=19).messages
+    s = HistorySettings(900, summary_budget=150)
+    from convmem.history import History
+
+    def histories() -> int:
+        return sum(1 for o in gc.get_objects() if isinstance(o, History))
+
+    gc.collect()
+    gc.disable()
+    try:
+        start = histories()
+        with mock.patch.object(replay_module, "PAUSE_EVERY", 50):
+            job = SlicedReplay(msgs, s, count_tokens=words)
+            job.advance(60)
+        assert histories() == start + 1
+        del job
+        assert histories() == start
+    finally:
+        gc.enable()
+
+
+def test_two_threads_pausing_the_gc_leave_it_on():
+    """Thread A's slice pauses the GC; the main thread's slice of another job starts meanwhile and
+    A's ends between the main thread's reading the GC's state and its turning it off. Each caller
+    restoring what it read left the GC off for good (A turned it on, the main thread had read
+    "off"); pauses that overlap share one, and the last to end turns it back on."""
+    inside, go = threading.Event(), threading.Event()
+
+    def blocking_words(text: str) -> int:
+        if not inside.is_set():
+            inside.set()
+            go.wait(10)
+        return words(text)
+
+    msgs = generate_conversation(200, seed=23).messages
+    s = HistorySettings(700, summary_budget=100)  # a custom counter: History's loop calls it
+    job_a = SlicedReplay(msgs, s, count_tokens=blocking_words)
+    job_b = SlicedReplay(msgs, HistorySettings(700, pin_system=True))
+    a = threading.Thread(target=job_a.finish)
+    real_disable = gc.disable
+
+    def disable_after_a_ends() -> None:
+        if threading.current_thread() is threading.main_thread() and inside.is_set() and not go.is_set():
+            go.set()
+            a.join(10)
+        real_disable()
+
+    assert gc.isenabled()
+    try:
+        with mock.patch.object(gc, "disable", disable_after_a_ends):
+            a.start()
+            assert inside.wait(10)
+            job_b.finish()
+            go.set()
+            a.join(10)
+        assert gc.isenabled()
+    finally:
+        gc.enable()
+    assert_same(job_a.result(), reference_replay(msgs, s, words, None, None))
+
+
+def test_an_interruption_after_the_last_slice_keeps_the_replay():
+    """KeyboardInterrupt while the last slice's GC pause ends (the Replay made): it propagates,
+    the job stays done with its Replay (setting it back called the start it had let go: a
+    TypeError hid the interruption), and the GC is back on."""
+    msgs = generate_conversation(50, seed=29).messages
+    s = HistorySettings(300, pin_latest_user=True)
+    job = SlicedReplay(msgs, s)
+    gc_module = importlib.import_module("convmem._gc")
+
+    def interrupted() -> None:
+        raise KeyboardInterrupt
+
+    assert gc.isenabled()
+    try:
+        with mock.patch.object(gc_module, "promote_young", interrupted):
+            with pytest.raises(KeyboardInterrupt):
+                job.advance(100)
+        assert gc.isenabled()
+    finally:
+        gc.enable()
+    assert job.done and job.added == 50
     assert_same(job.result(), replay(msgs, s))

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import gc
 import json
 import os
 import re
@@ -10,7 +9,7 @@ from collections.abc import Callable, Iterable, Sequence
 from pathlib import Path
 from typing import IO, Any
 
-from .._gc import promote_young
+from .._gc import gc_paused
 from ..conversations import DEFAULT_MAX_BYTES, Conversation, LoadResult
 from ..errors import FormatError
 from . import ALIASES, DETECT_ORDER, FORMATS, RECORD_KEYS
@@ -260,9 +259,10 @@ def parse_conversations(
 ) -> LoadResult:
     """Parse a conversation file's bytes (e.g. from ``st.file_uploader``) or text.
 
-    The cyclic garbage collector (when enabled) is paused for the load, and at its end every
-    object it tracks goes to its oldest generation, unexamined (the load's objects all stay
-    alive; a young collection would only traverse them): process-wide, as ``gc`` is.
+    The cyclic garbage collector (when enabled) is paused for the load, and at its end (a load
+    that did not raise) every object it tracks goes to its oldest generation, unexamined (the
+    load's objects all stay alive; a young collection would only traverse them): process-wide,
+    as ``gc`` is (convmem._gc.gc_paused).
 
     Args:
         data: UTF-8 bytes (a BOM is allowed) or text.
@@ -327,15 +327,8 @@ def parse_conversations(
     # the cyclic collector would walk them again and again (measured: a third of the load time,
     # benchmarks/bench_parse.py). Nothing here makes cycles, so it is paused for the load, and
     # what it made goes to the oldest generation (convmem._gc.promote_young).
-    paused = gc.isenabled()
-    if paused:
-        gc.disable()
-    try:
+    with gc_paused():
         _parse_text(ctx, text, fmt, force_jsonl, path)
-    finally:
-        if paused:
-            promote_young()
-            gc.enable()
     if not ctx.conversations and ctx.first is not None:
         raise ctx.first
     name = (ctx.conversations[0].source_format if ctx.conversations
