@@ -22,7 +22,10 @@ import sys
 from collections.abc import Iterator, Sequence
 from pathlib import Path
 
-__all__ = ["PRELOAD", "STREAMLIT_FIRST_RUN", "dashboard_modules", "main", "preload", "streamlit_first_run"]
+__all__ = [
+    "PRELOAD", "STREAMLIT_FIRST_RUN", "dashboard_modules", "main", "preload", "streamlit_first_run",
+    "warm_default_counter",
+]
 
 #: Imported before the server starts, in this order (the slow first imports of a page view);
 #: pyarrow.pandas_compat is pyarrow's pandas conversion, imported by the first st.dataframe.
@@ -92,14 +95,30 @@ def _cache_params_warnings_muted() -> Iterator[None]:
 def preload(pages_dir: Path = PAGES_DIR) -> None:
     """Import :data:`PRELOAD`, :func:`streamlit_first_run`, then :func:`dashboard_modules`
     (their caches' parameter checks not logged, see :func:`_cache_params_warnings_muted`), in
-    order. A first view then imports
-    nothing: warm_up finds every module in and draws no spinner. 1-3 s on 2 loaded cores, once,
-    before the server listens; raises what the imports raise (never in a working install)."""
+    order, then builds convmem's default token counter (:func:`warm_default_counter`). A first
+    view then imports nothing: warm_up finds every module in and draws no spinner. 1-3 s on 2
+    loaded cores, once, before the server listens; raises what the imports raise (never in a
+    working install)."""
     for name in (*PRELOAD, *streamlit_first_run()):
         importlib.import_module(name)
     with _cache_params_warnings_muted():
         for name in dashboard_modules(pages_dir):
             importlib.import_module(name)
+    warm_default_counter()
+
+
+def warm_default_counter() -> bool:
+    """Build ``convmem.tokens.default_counter()`` (process-wide, built once: cl100k_base's ranks
+    read from the packaged file, 0.25-0.35 s) now, not in the first Token budget view, which
+    needs it to count summary lines (convmem_dashboard.idle_lines). True when built; False when
+    no encoding file is usable (EncodingUnavailableError: the pages then say so themselves)."""
+    from convmem.tokens import EncodingUnavailableError, default_counter
+
+    try:
+        default_counter()
+    except EncodingUnavailableError:
+        return False
+    return True
 
 
 def main(argv: Sequence[str] | None = None) -> None:

@@ -65,7 +65,9 @@ fresh = [m for m in ("convmem_dashboard.view_home", "streamlit.emojis") if m in 
 launcher.preload()
 missing = [missing_modules((*HEAVY_MODULES, *page_modules(p))) for p in
            (launcher.DASHBOARD, *sorted(launcher.PAGES_DIR.glob("*.py")))]
-print(fresh, missing, [m for m in launcher.STREAMLIT_FIRST_RUN if m not in sys.modules])
+from convmem.tokens import default_counter
+print(fresh, missing, [m for m in launcher.STREAMLIT_FIRST_RUN if m not in sys.modules],
+      default_counter.cache_info().currsize)
 """
 
 
@@ -75,5 +77,15 @@ def test_after_the_preload_no_page_imports_anything_and_nothing_warned():
     dashboard.py or any page (it draws no spinner), and no cache warning went to the console."""
     done = subprocess.run([sys.executable, "-c", PRELOADED], cwd=ROOT, capture_output=True, text=True, timeout=300)
     assert done.returncode == 0, done.stderr
-    assert done.stdout.strip() == "[] [[], [], [], [], [], []] []"
+    assert done.stdout.strip() == "[] [[], [], [], [], [], []] [] 1"  # the token counter built too
     assert "No runtime found" not in done.stderr and "WARNING" not in done.stderr, done.stderr
+
+
+def test_a_missing_encoding_does_not_stop_the_server(monkeypatch):
+    from convmem import tokens
+
+    def unavailable():
+        raise tokens.EncodingUnavailableError("no cl100k_base file")
+
+    monkeypatch.setattr(tokens, "default_counter", unavailable)
+    assert launcher.warm_default_counter() is False
