@@ -50,3 +50,17 @@ def test_fast_values_pickle_and_compare_as_messages():
     back = pickle.loads(pickle.dumps(m))
     assert type(back) is Message and back == m == Message("m1", "user", 3, "hi")
     assert {m: 1}[Message("m1", "user", 3, "hi")] == 1  # same hash as the validated value
+
+
+@pytest.mark.parametrize("n, seed", [(0, 0), (1, 3), (7, 1), (2_000, 7), (2_001, 11)])
+def test_generate_conversation_equals_one_built_with_checked_values(n, seed, monkeypatch):
+    """generate_conversation builds its messages with the loader's fast constructors: the same
+    conversation as one built through Message's and ToolCall's checks (each value valid)."""
+    from convmem import synthetic
+
+    fast = synthetic.generate_conversation(n, seed=seed)
+    monkeypatch.setattr(synthetic, "new_message", lambda *fields: Message(*fields))
+    monkeypatch.setattr(synthetic, "new_tool_call", lambda *fields: ToolCall(*fields))
+    checked = synthetic.generate_conversation(n, seed=seed)
+    assert fast == checked and len(fast.messages) == n
+    assert all(type(m) is Message for m in fast.messages) and all(type(c) is ToolCall for c in fast.tool_calls)
