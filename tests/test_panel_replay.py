@@ -20,7 +20,7 @@ from convmem import HistorySettings, Message, SlicedReplay, replay
 from convmem_dashboard import cache_budget as cb
 from convmem_dashboard import idle_lines
 from convmem_dashboard import panel_replay
-from apptest_support import dashboard_app, metrics, ok
+from apptest_support import metrics, ok, open_dashboard_page
 
 PAGE = "app_pages/token_budget.py"
 DATA = "synthetic-10000"
@@ -67,11 +67,7 @@ def slices(monkeypatch):
 
 
 def open_page(query: dict | None = None):
-    at = dashboard_app()
-    at.query_params.update({"data": DATA, **(query or {})})
-    at.run()
-    at.switch_page(PAGE)
-    return ok(at.run())
+    return ok(open_dashboard_page(PAGE, {"data": DATA, **(query or {})}))
 
 
 def shown_matches(at, settings: HistorySettings) -> None:
