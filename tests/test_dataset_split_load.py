@@ -1,0 +1,53 @@
+"""A big dataset shown for the first time in a session is loaded in a script run of its own
+(issue 10 item 3; convmem_dashboard.data.SPLIT_LOAD_MESSAGES): the run that loads it reruns the
+script, so generating or reading 10^5 messages and the page's first run are two runs, each held
+to the 1 s goal. AppTest runs the rerun inside one ``at.run()``; each script run is counted.
+"""
+
+from __future__ import annotations
+
+import pytest
+from streamlit.runtime.scriptrunner import script_runner
+
+from convmem_dashboard import data
+from apptest_support import metrics, ok, open_dashboard_page
+
+
+@pytest.fixture
+def script_runs(monkeypatch):
+    runs: list[int] = []
+    real = script_runner.exec_func_with_error_handling
+
+    def counted(func, ctx):
+        runs.append(1)
+        return real(func, ctx)
+
+    monkeypatch.setattr(script_runner, "exec_func_with_error_handling", counted)
+    return runs
+
+
+def test_a_big_dataset_loads_in_a_run_of_its_own_once_per_session(script_runs, monkeypatch):
+    monkeypatch.setattr(data, "SPLIT_LOAD_MESSAGES", 500)  # synthetic-1000 counts as big here
+    at = ok(open_dashboard_page("app_pages/token_budget.py", {"data": "synthetic-1000"}))
+    assert len(script_runs) == 2  # the load and its rerun, then the page
+    assert metrics(at)["Compactions"]  # the page was drawn by the second run
+    assert at.sidebar.caption[0].value.startswith("Synthetic, 1,000 messages")
+    script_runs.clear()
+    ok(at.run())
+    assert len(script_runs) == 1  # shown before in this session: no second run
+    at.sidebar.selectbox(key="data").select("sample")
+    script_runs.clear()
+    ok(at.run())
+    assert len(script_runs) == 1  # the sample (435 messages) is small
+    at.sidebar.selectbox(key="data").select("synthetic-1000")
+    script_runs.clear()
+    ok(at.run())
+    assert len(script_runs) == 1  # back to a dataset this session has shown
+    script_runs.clear()
+    other = ok(open_dashboard_page("app_pages/home.py", {"data": "synthetic-1000"}))
+    assert other.session_state["data"] == "synthetic-1000"
+    assert len(script_runs) == 2  # a new session: its first view of it is split too
+
+
+def test_the_default_split_is_over_the_sample_and_under_the_big_synthetic_sets():
+    assert 435 < data.SPLIT_LOAD_MESSAGES < 100_000
