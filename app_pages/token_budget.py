@@ -392,7 +392,8 @@ with st.expander("Compare with a second setting (B)", expanded=False, key="cmp",
         )
         if b_sum:  # as for A's summaries: the lines first, under a bar
             panel_summary_lines.lines_ready(key, conv_id)
-        panel_replay.replay_ready(key, conv_id, settings_b, "setting B")
+        # B's replay in runs of its own: the comparison and its cost panel are drawn in the next
+        panel_replay.replay_ready(key, conv_id, settings_b, "setting B", own_run=True)
         stats_b = cb.get_stats(key, conv_id, settings_b)
         show_table(comparison_table(stats, stats_b), hide_index=True, key="cmp_table")
         if settings.clear_trigger is not None or b_clr:

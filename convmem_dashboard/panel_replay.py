@@ -66,7 +66,9 @@ def run_messages(settings: HistorySettings) -> int:
     return RUN_MESSAGES if heavy else LIGHT_RUN_MESSAGES
 
 
-def replay_ready(dataset_key: str, conv_id: str, settings: HistorySettings, what: str = "") -> None:
+def replay_ready(
+    dataset_key: str, conv_id: str, settings: HistorySettings, what: str = "", *, own_run: bool = False
+) -> None:
     """Return once the replay of conversation ``conv_id`` of dataset ``dataset_key`` under
     ``settings`` is done (then cache_budget.get_replay returns it at once). Else replay at most
     :func:`run_messages` more messages under a bar and rerun the script (``st.rerun()``: this
@@ -74,7 +76,10 @@ def replay_ready(dataset_key: str, conv_id: str, settings: HistorySettings, what
     with fewer messages added than this session's last run left it (evicted from replay_job's
     cache meanwhile and made anew: other sessions' settings filling its entries would evict each
     other's jobs in turn, for ever) is driven to its end in this run instead, so every replay
-    ends. Raises what the replay raises."""
+    ends. ``own_run``: a replay this call had to work on gets its runs to itself: after its last
+    slice the script reruns too, so what the page draws from it next (the comparison's cost
+    panel: 0.5 s at 10^5 messages) runs in a fresh run (not after a job found set back, which
+    must end in the run that finds it). Raises what the replay raises."""
     job = cb.replay_job(dataset_key, conv_id, settings)
     if job.done:
         job.result()  # raises the replay's error, if it raised
@@ -82,7 +87,8 @@ def replay_ready(dataset_key: str, conv_id: str, settings: HistorySettings, what
     share = run_messages(settings)
     mark = _PROGRESS + what
     left = st.session_state.pop(mark, None)
-    if left is not None and left[0] == (dataset_key, conv_id, settings) and job.added < left[1]:
+    set_back = left is not None and left[0] == (dataset_key, conv_id, settings) and job.added < left[1]
+    if set_back:
         share = job.total  # set back (evicted, made anew): this run ends it, so every replay ends
     bar = st.empty()
     if job.total - job.added > run_messages(settings):
@@ -92,6 +98,9 @@ def replay_ready(dataset_key: str, conv_id: str, settings: HistorySettings, what
     if job.advance(share):
         bar.empty()
         job.result()
+        if own_run and not set_back:
+            st.session_state[mark] = ((dataset_key, conv_id, settings), job.total)
+            st.rerun()
         return
     st.session_state[mark] = ((dataset_key, conv_id, settings), job.added)
     bar.progress(job.added / job.total, text=bar_text(job.added, job.total, what))

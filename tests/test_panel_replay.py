@@ -204,7 +204,7 @@ def test_setting_b_replays_in_slices_under_its_own_bar(slices, script_runs):
         script_runs.clear()
         ok(at.run())
     assert slices == [(0, 4096), (4096, 8192), (8192, 10_000)]
-    assert len(script_runs) == 3
+    assert len(script_runs) == 4  # three slices under B's bar, then the comparison in a run of its own
     assert bar_texts[-1] == "Replaying 10,000 messages (setting B): 8,192 added"
     limit = at.slider(key="limit").value
     conv = cb.conversation(DATA, at.selectbox(key="conv").value)
@@ -214,3 +214,20 @@ def test_setting_b_replays_in_slices_under_its_own_bar(slices, script_runs):
     rows = cmp.set_index("metric")
     assert (rows.loc["compactions", "B"], rows.loc["tokens dropped", "B"]) == (want.compactions, want.tokens_dropped)
     assert rows.loc["compactions", "A"] == replay(conv.messages, HistorySettings(limit)).stats.compactions
+
+
+def test_opening_the_comparison_replays_b_in_a_run_of_its_own(slices, script_runs):
+    """B light (its default policies: one slice for 10^4 messages): the run that replays B reruns,
+    and the comparison (its cost panel: 0.5 s at 10^5) is drawn in the next run; a rerun after
+    that replays nothing and takes one run."""
+    at = open_page({"limit": "3349"})
+    slices.clear()
+    script_runs.clear()
+    at.session_state["cmp"] = True
+    ok(at.run())
+    assert slices == [(0, 10_000)] and len(script_runs) == 2
+    assert any(c.value.startswith("Blue = A") for c in at.caption)
+    slices.clear()
+    script_runs.clear()
+    ok(at.run())
+    assert slices == [] and len(script_runs) == 1
