@@ -49,6 +49,7 @@ from .db_source import (
 )
 from .choices import plural
 from .uploads import UploadRegistry
+from .url_params import rerun_keeping_link_fixes
 
 __all__ = [
     "Dataset",
@@ -511,7 +512,7 @@ def dataset_picker() -> Dataset:
     if key not in shown:
         shown.add(key)
         if dataset.message_count > SPLIT_LOAD_MESSAGES:
-            st.rerun()  # the page in a run of its own (SPLIT_LOAD_MESSAGES); the old one stays, faded
+            rerun_keeping_link_fixes()  # the page in a run of its own (SPLIT_LOAD_MESSAGES); the old one stays, faded
     if st.session_state.get(_GONE_KEY) and dataset.key == "sample":
         st.warning(GONE_UPLOAD_WARNING, icon=":material/link_off:")
     if (db_error := st.session_state.get(_DB_ERROR)) and dataset.key == "sample":

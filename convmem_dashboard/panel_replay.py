@@ -29,6 +29,7 @@ import streamlit as st
 from convmem import HistorySettings
 
 from . import cache_budget as cb
+from .url_params import rerun_keeping_link_fixes
 
 __all__ = ["BAR_LABEL", "LIGHT_RUN_MESSAGES", "RUN_MESSAGES", "bar_text", "replay_ready", "run_messages"]
 
@@ -100,8 +101,8 @@ def replay_ready(
         job.result()
         if own_run and not set_back:
             st.session_state[mark] = ((dataset_key, conv_id, settings), job.total)
-            st.rerun()
+            rerun_keeping_link_fixes()
         return
     st.session_state[mark] = ((dataset_key, conv_id, settings), job.added)
     bar.progress(job.added / job.total, text=bar_text(job.added, job.total, what))
-    st.rerun()
+    rerun_keeping_link_fixes()

@@ -35,6 +35,7 @@ from convmem import Message
 from convmem.summarizers import LINE_CACHE_SIZE
 
 from . import cache_budget as cb
+from .url_params import rerun_keeping_link_fixes
 from . import idle_lines
 
 __all__ = ["BAR_LABEL", "FULL_RUN_LINES", "MAX_MESSAGES", "SLICE_LINES", "fill_text", "lines_ready"]
@@ -102,6 +103,6 @@ def lines_ready(dataset_key: str, conv_id: str) -> None:
         counted = idle_lines.count_lines(messages, SLICE_LINES)
     except Exception:  # noqa: BLE001 - the replay counts them itself and shows what fails, once
         st.session_state[_TO_REPLAY] = key
-        st.rerun()
+        rerun_keeping_link_fixes()
     st.session_state[_EXPECTED] = (dataset_key, conv_id, missing - counted)
-    st.rerun()
+    rerun_keeping_link_fixes()

@@ -49,12 +49,14 @@ import math
 import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, NoReturn
 
 from convmem.limits import MAX_TOKENS
 
 __all__ = [
     "out_of_range_note",
+    "rerun_keeping_link_fixes",
+    "kept_note",
     "COUNT_MAX",
     "Fix",
     "MAX_TEXT",
@@ -376,6 +378,51 @@ def sanitize_query_params() -> list[Fix]:
             if (f.key, f.value) not in seen:
                 seen.add((f.key, f.value))
                 fixes.append(f)
+    keep = st.session_state.pop(_KEEP_FIXES, False)
+    st.session_state[_KEPT_RUN] = keep
+    if fixes:
+        st.session_state[_FIXES_SHOWN] = fixes
+    elif keep:  # a run the dashboard split (rerun_keeping_link_fixes): the URL is clean by now
+        fixes = st.session_state.get(_FIXES_SHOWN, [])
+    else:
+        st.session_state.pop(_FIXES_SHOWN, None)
     if fixes:
         st.warning(fix_message(fixes), icon=":material/link:")
     return fixes
+
+
+#: Session keys: the link fixes the last run showed, the flag rerun_keeping_link_fixes sets, whether
+#: this run is such a rerun, and the pages' own link notes (kept_note).
+_FIXES_SHOWN = "_url_fixes_shown"
+_KEEP_FIXES = "_url_fixes_keep"
+_KEPT_RUN = "_url_fixes_kept_run"
+_NOTES_SHOWN = "_url_notes_shown"
+
+
+def kept_note(key: str, note: str | None) -> str | None:
+    """A page's own warning about the link's ``key`` (e.g. :func:`out_of_range_note`) for this
+    run: ``note`` when there is one (remembered), else, in a run the dashboard split
+    (:func:`rerun_keeping_link_fixes`: its URL no longer holds the value, the widget rewrote
+    it), the one the run before showed; else None (forgotten). O(1)."""
+    import streamlit as st
+
+    notes = st.session_state.setdefault(_NOTES_SHOWN, {})
+    if note is not None:
+        notes[key] = note
+        return note
+    if st.session_state.get(_KEPT_RUN):
+        return notes.get(key)
+    notes.pop(key, None)
+    return None
+
+
+def rerun_keeping_link_fixes() -> NoReturn:
+    """``st.rerun()`` for a run the dashboard splits in two (a dataset's load, a slice of a
+    replay or of the summary lines): the next run shows again the link fixes this one showed
+    (:func:`sanitize_query_params`). That run finds the URL clean, since the fixes were applied
+    here, so without this a link's warnings would flash for one run and be gone. Does not return
+    (raises Streamlit's rerun exception)."""
+    import streamlit as st
+
+    st.session_state[_KEEP_FIXES] = True
+    st.rerun()

@@ -241,3 +241,22 @@ def test_each_numeric_key_alone_on_its_page(page, key, value):
     assert not at.exception, (page, key, value, [e.value for e in at.exception])
     assert_fixes_named(at, query)
     assert key.replace("_", "\\_") in " ".join(str(w.value) for w in at.warning)
+
+
+@pytest.mark.parametrize("query, named", [
+    ({"limit": "5", "cmp": "true"}, "limit=5"),          # a page's own note (out of range)
+    ({"sl_p": "nan", "cmp": "true"}, "sl\\_p"),          # the sanitizer's fix
+    ({"limit": "5", "data": "synthetic-10000", "sum": "true", "clr": "true"}, "limit=5"),
+])
+def test_a_link_s_warnings_outlive_the_runs_the_dashboard_splits(query, named, monkeypatch):
+    """Opening the comparison replays B in a run of its own, a heavy replay goes in slices, each
+    ending in st.rerun(): the link's warnings shown by the first run stay in the run the user sees
+    (the URL is clean by then), and go at the user's next action."""
+    from convmem_dashboard import panel_replay
+
+    monkeypatch.setattr(panel_replay, "RUN_MESSAGES", 3_000)  # 10^4 messages: several slices
+    at = open_dashboard_page("app_pages/token_budget.py", query)
+    assert not at.exception
+    assert any(named in str(w.value) for w in at.warning), [w.value for w in at.warning]
+    at.run()  # the user's next action: a plain rerun
+    assert not any(named in str(w.value) for w in at.warning), [w.value for w in at.warning]
