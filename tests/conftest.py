@@ -64,3 +64,21 @@ def tau_retail_file() -> Path:
     if not TAU_RETAIL_FILE.is_file():
         pytest.skip(f"real retail data not found at {TAU_RETAIL_FILE} (needs ../shared/real_data)")
     return TAU_RETAIL_FILE
+
+
+@pytest.fixture
+def script_runs(monkeypatch):
+    """One entry per script run while the test runs: AppTest runs the reruns a page asks for
+    (``st.rerun()``: a dataset's load, replay slices) inside one ``at.run()``, each through
+    Streamlit's ``exec_func_with_error_handling``. Tests clear the list before the run they count."""
+    from streamlit.runtime.scriptrunner import script_runner
+
+    runs: list[int] = []
+    real = script_runner.exec_func_with_error_handling
+
+    def counted(func, ctx):
+        runs.append(1)
+        return real(func, ctx)
+
+    monkeypatch.setattr(script_runner, "exec_func_with_error_handling", counted)
+    return runs

@@ -6,24 +6,8 @@ to the 1 s goal. AppTest runs the rerun inside one ``at.run()``; each script run
 
 from __future__ import annotations
 
-import pytest
-from streamlit.runtime.scriptrunner import script_runner
-
 from convmem_dashboard import data
 from apptest_support import metrics, ok, open_dashboard_page
-
-
-@pytest.fixture
-def script_runs(monkeypatch):
-    runs: list[int] = []
-    real = script_runner.exec_func_with_error_handling
-
-    def counted(func, ctx):
-        runs.append(1)
-        return real(func, ctx)
-
-    monkeypatch.setattr(script_runner, "exec_func_with_error_handling", counted)
-    return runs
 
 
 def test_a_big_dataset_loads_in_a_run_of_its_own_once_per_session(script_runs, monkeypatch):

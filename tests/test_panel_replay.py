@@ -14,7 +14,6 @@ from dataclasses import replace
 from unittest import mock
 
 import pytest
-from streamlit.runtime.scriptrunner import script_runner
 
 from convmem import HistorySettings, Message, SlicedReplay, replay
 from convmem_dashboard import cache_budget as cb
@@ -33,18 +32,6 @@ def no_idle_worker(monkeypatch):
     monkeypatch.setattr(idle_lines, "MIN_MESSAGES", 10**9)
 
 
-@pytest.fixture
-def script_runs(monkeypatch):
-    """The number of script runs of each ``at.run()`` (the list is cleared by each open/run here)."""
-    runs: list[int] = []
-    real = script_runner.exec_func_with_error_handling
-
-    def counted(func, ctx):
-        runs.append(1)
-        return real(func, ctx)
-
-    monkeypatch.setattr(script_runner, "exec_func_with_error_handling", counted)
-    return runs
 
 
 @pytest.fixture
