@@ -34,7 +34,7 @@ from pathlib import Path
 
 import streamlit as st
 
-__all__ = ["HEAVY_MODULES", "load_counter_after", "missing_modules", "page_modules", "warm_up"]
+__all__ = ["HEAVY_MODULES", "counter_built", "load_counter_after", "missing_modules", "page_modules", "warm_up"]
 
 #: Modules every page imports (directly or through convmem_dashboard's table builders) whose first
 #: import is slow, in import order; the data picker's module (convmem with it) last.
@@ -100,6 +100,16 @@ def _build_default_counter() -> None:
         return
 
 
+def counter_built() -> bool:
+    """Whether convmem's default counter is built already (the launcher builds it before the
+    server listens: convmem_dashboard.__main__.warm_default_counter). O(1). Then warm_up starts
+    no loader thread: starting one in a first view's run cost 0.03-0.08 s of waiting for the
+    interpreter lock while the server sent the page (session 24's profile of a cold Home).
+    Imports nothing: with convmem not imported yet (``streamlit run dashboard.py``), False."""
+    tokens = sys.modules.get("convmem.tokens")
+    return tokens is not None and tokens.default_counter.cache_info().currsize > 0
+
+
 def _wait_for_quiet(run: threading.Thread) -> None:
     """Return once ``run`` has ended and no thread of its name (Streamlit's script threads are all
     "ScriptRunner.scriptThread") has been alive for :data:`QUIET_S` seconds: a first view may take
@@ -142,7 +152,8 @@ def warm_up(page_title: str, question: str | None = None, modules: Sequence[str]
     Returns the placeholder that still holds the question (the caller empties it just before the
     page draws its own), or None when nothing was missing (nothing drawn: a warm server shows
     nothing at all). The first call of the process also starts :func:`load_counter_after` the
-    current (script) thread, when that is not the main thread (Streamlit runs scripts in their
+    current (script) thread, when that is not the main thread and the counter is not built yet
+    (:func:`counter_built`) (Streamlit runs scripts in their
     own threads; the main thread never ends before the process does).
 
     Streamlit shows the spinner only when the block lasts over its delay (0.5 s); the question is
@@ -150,7 +161,7 @@ def warm_up(page_title: str, question: str | None = None, modules: Sequence[str]
     (never in a working install).
     """
     run = threading.current_thread()
-    if not _COUNTER_LOADER and run is not threading.main_thread():
+    if not _COUNTER_LOADER and run is not threading.main_thread() and not counter_built():
         load_counter_after(run, _build_default_counter)
     missing = missing_modules(modules)
     if not missing:

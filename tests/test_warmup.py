@@ -3,6 +3,7 @@ after the first view's run, once."""
 
 from __future__ import annotations
 
+import subprocess
 import sys
 import threading
 from pathlib import Path
@@ -73,6 +74,7 @@ def test_one_loader_per_process(fresh_process):
 
 def test_warm_up_starts_the_loader_from_a_script_thread_only(fresh_process, monkeypatch):
     built = []
+    monkeypatch.setattr(warmup, "counter_built", lambda: False)
     monkeypatch.setattr(warmup, "missing_modules", lambda modules: [])
     monkeypatch.setattr(warmup, "_build_default_counter", lambda: built.append(threading.current_thread().name))
     warmup.warm_up("Token budget")  # the main thread: nothing to wait for, nothing started
@@ -83,6 +85,32 @@ def test_warm_up_starts_the_loader_from_a_script_thread_only(fresh_process, monk
     assert len(warmup._COUNTER_LOADER) == 1
     warmup._COUNTER_LOADER[0].join(timeout=10)
     assert built == ["convmem-counter-loader"]
+
+
+def test_warm_up_starts_no_loader_once_the_counter_is_built(fresh_process, monkeypatch):
+    """The launcher builds the counter before the server listens: the first view's run then starts
+    no thread (starting one waited 0.03-0.08 s for the interpreter lock in a cold Home)."""
+    from convmem.tokens import default_counter
+
+    monkeypatch.setattr(warmup, "missing_modules", lambda modules: [])
+    default_counter.cache_clear()
+    assert warmup.counter_built() is False
+    default_counter()
+    assert warmup.counter_built() is True
+    script = threading.Thread(target=warmup.warm_up, args=("Home",), name="ScriptRunner.scriptThread")
+    script.start()
+    script.join(timeout=10)
+    assert warmup._COUNTER_LOADER == []
+
+
+def test_counter_built_imports_nothing():
+    """warm_up runs before convmem is imported under plain ``streamlit run``: the check must not
+    import it (that import is what warm_up draws its spinner for)."""
+    code = ("import sys; from convmem_dashboard import warmup; "
+            "print(warmup.counter_built(), 'convmem.tokens' in sys.modules)")
+    done = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.split() == ["False", "False"]
 
 
 def test_a_missing_rank_file_is_left_to_the_view_that_needs_the_counter(monkeypatch):
