@@ -2,6 +2,7 @@
 
     PYTHONPATH=. .venv/bin/python benchmarks/bench_widgets.py [--data synthetic-100000]
                                                                [--scenarios token_budget,flaky_sqlite]
+                                                               [--post-script-gc]
 
 bench_pages.py times each page's main widget (and Token budget's policy matrix); this script
 walks every other one. For each scenario (a page, and the settings it starts from: e.g. Token
@@ -162,7 +163,14 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--data", default="synthetic-100000", help="dataset key (?data=)")
     parser.add_argument("--scenarios", default=",".join(s.name for s in SCENARIOS), help="comma-separated")
+    parser.add_argument("--post-script-gc", action="store_true",
+                        help="turn Streamlit's full collection after every run back on (its default; "
+                             ".streamlit/config.toml turns it off), to measure what it cost")
     args = parser.parse_args()
+    if args.post_script_gc:
+        from streamlit import config
+
+        config.set_option("runner.postScriptGC", True)
     server_like_script_cache()
     quiet()
     print(f"load average before: {', '.join(f'{x:.2f}' for x in os.getloadavg())}")
