@@ -128,3 +128,42 @@ def test_the_server_runs_no_full_collection_after_each_script_run():
     done = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True, timeout=120)
     assert done.returncode == 0, done.stderr
     assert done.stdout.strip() == "False"
+
+
+#: Statements Streamlit's magic would write: a bare expression that is not a call, a yield, an
+#: await or a docstring (streamlit/runtime/scriptrunner/magic.py, Streamlit 1.67).
+def _magic_writes(path: Path) -> list[int]:
+    import ast
+
+    lines = []
+    tree = ast.parse(path.read_text(encoding="utf-8"))
+    for node in ast.walk(tree):
+        for field in ("body", "orelse", "finalbody"):
+            body = getattr(node, field, None)
+            if not isinstance(body, list):
+                continue
+            for i, stmt in enumerate(body):
+                if not isinstance(stmt, ast.Expr) or isinstance(
+                    stmt.value, (ast.Call, ast.Yield, ast.YieldFrom, ast.Await)
+                ):
+                    continue
+                docstring = (i == 0 and isinstance(stmt.value, ast.Constant) and isinstance(stmt.value.value, str)
+                             and isinstance(node, (ast.Module, ast.FunctionDef, ast.AsyncFunctionDef)))
+                if not docstring:
+                    lines.append(stmt.lineno)
+    return lines
+
+
+def test_magic_is_off_and_no_page_relies_on_it(tmp_path):
+    """.streamlit/config.toml turns Streamlit's magic off (its AST pass took 7-29 ms per page,
+    once per process): no page may then hold a bare expression it meant to show. The scan finds
+    one where magic would write it (checked on a file that has one)."""
+    code = "from streamlit import config; print(config.get_option('runner.magicEnabled'))"
+    done = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.strip() == "False"
+    for page in (launcher.DASHBOARD, *sorted(launcher.PAGES_DIR.glob("*.py"))):
+        assert _magic_writes(page) == [], page
+    sample = tmp_path / "page.py"
+    sample.write_text('"""Doc."""\nimport streamlit as st\nst.title("x")\nif True:\n    "shown by magic"\n')
+    assert _magic_writes(sample) == [5]
