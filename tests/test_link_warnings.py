@@ -54,3 +54,20 @@ def test_out_of_range_note_is_pure_and_plain():
     assert out_of_range_note("limit", "abc", 1, 2, "tokens") is None  # the sanitizer's case
     assert out_of_range_note("limit", "2", 1, 2, "tokens") is None
     assert out_of_range_note("limit", "3", 1, 2, "tokens").startswith("The link's limit=3 is outside")
+
+
+@pytest.mark.parametrize("asked", ["../../etc/passwd", "synthetic-99999", "<b>x</b>*"])
+@pytest.mark.parametrize("page", ["app_pages/token_budget.py", "app_pages/home.py"])
+def test_an_unknown_dataset_in_a_link_is_named(page, asked):
+    """Break24: ``?data=`` naming no dataset of this dashboard showed the sample with no word
+    (only a missing retail run was named). The value is shown escaped, until a dataset is picked."""
+    at = ok(open_dashboard_page(page, {"data": asked}))
+    assert at.session_state["data"] == "sample"
+    note = (
+        f"This link asks for the dataset {md_escape(repr(asked))}, which is not one of this dashboard's "
+        "datasets. Showing the sample data."
+    )
+    assert link_warnings(at) == [note]
+    assert link_warnings(ok(at.run())) == [note]
+    at.sidebar.selectbox(key="data").set_value("synthetic-1000")
+    assert link_warnings(ok(at.run())) == []
