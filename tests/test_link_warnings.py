@@ -71,3 +71,37 @@ def test_an_unknown_dataset_in_a_link_is_named(page, asked):
     assert link_warnings(ok(at.run())) == [note]
     at.sidebar.selectbox(key="data").set_value("synthetic-1000")
     assert link_warnings(ok(at.run())) == []
+
+
+@pytest.mark.parametrize("query", [
+    {"conv": "nope-1", "cmp": "true"},  # the comparison replays B in a run of its own
+    {"conv": "nope-1", "data": "synthetic-10000", "sum": "true", "clr": "true"},  # replay slices
+])
+def test_an_unknown_conversation_in_a_link_is_named_in_the_run_the_user_sees(query, monkeypatch, script_runs):
+    """Break24: the warning was drawn by the link's first run only; the runs the dashboard split
+    (replay slices, B's own run) ended in st.rerun(), and the run the user saw had lost it."""
+    from convmem_dashboard import cache_budget, panel_replay
+
+    monkeypatch.setattr(panel_replay, "RUN_MESSAGES", 3_000)  # 10^4 messages: several slices
+    cache_budget.replay_job.clear()  # no replay left done by an earlier test: the page splits
+    at = ok(open_dashboard_page("app_pages/token_budget.py", query))
+    assert len(script_runs) >= 2  # the page was split
+    shown = at.query_params["conv"]
+    note = (f"The link's conversation {md_escape(repr('nope-1'))} is not in this dataset: showing "
+            f"{md_escape(repr(shown))} instead.")
+    assert link_warnings(at) == [note]
+    assert link_warnings(ok(at.run())) == []  # the user's next action
+
+
+@pytest.mark.parametrize("shopper", ["nobody", "<b>x</b>"])
+def test_an_unknown_shopper_in_a_link_is_named_once(shopper):
+    """Break24: ``?shopper=`` naming no shopper of the dataset was ignored with no word (an unknown
+    ``?conv=`` is named)."""
+    at = ok(open_dashboard_page("app_pages/listing_eviction.py", {"shopper": shopper}))
+    shown = at.query_params["shopper"]
+    assert shown != shopper
+    assert link_warnings(at) == [
+        f"The link's shopper {md_escape(repr(shopper))} is not in this dataset: showing "
+        f"{md_escape(repr(shown))} instead."
+    ]
+    assert link_warnings(ok(at.run())) == []
