@@ -55,6 +55,7 @@ from convmem.limits import MAX_TOKENS
 
 __all__ = [
     "out_of_range_note",
+    "link_range_note",
     "rerun_keeping_link_fixes",
     "kept_note",
     "COUNT_MAX",
@@ -316,11 +317,14 @@ def sanitize(
     return clean, fixes
 
 
-def out_of_range_note(key: str, raw: str | None, lo: int, hi: int, unit: str) -> str | None:
+def out_of_range_note(
+    key: str, raw: str | None, lo: int, hi: int, unit: str, scope: str = "this conversation's range"
+) -> str | None:
     """The warning for a link whose ``key`` is a whole number outside this view's range
     ``lo..hi`` (a range that depends on the data, which :func:`sanitize` cannot know, so
-    Streamlit drops the value silently and the widget shows its default). None when ``raw`` is
-    absent, not a whole number (the sanitizer reports that) or in range. Plain text (no Markdown).
+    Streamlit drops the value silently and the widget shows its default); ``scope`` names what
+    sets the range. None when ``raw`` is absent, not a whole number (the sanitizer reports that)
+    or in range. Plain text (no Markdown).
 
     >>> print(out_of_range_note("limit", "99999999", 100, 1_220, "tokens"))
     The link's limit=99999999 is outside this conversation's range (100 to 1,220 tokens): the default is shown.
@@ -332,10 +336,21 @@ def out_of_range_note(key: str, raw: str | None, lo: int, hi: int, unit: str) ->
     value = int(raw)
     if lo <= value <= hi:
         return None
-    return (
-        f"The link's {key}={raw.strip()} is outside this conversation's range ({lo:,} to {hi:,} {unit}): "
-        "the default is shown."
-    )
+    return f"The link's {key}={raw.strip()} is outside {scope} ({lo:,} to {hi:,} {unit}): the default is shown."
+
+
+def link_range_note(
+    key: str, lo: int, hi: int, unit: str, scope: str = "this conversation's range"
+) -> str | None:
+    """:func:`out_of_range_note` for the link's ``?key=`` (read from the URL), for a widget whose
+    range this run knows: only a value the link brought (the widget holds no state of the
+    session's yet: a range that shrinks under a value the user set is not the link's doing), and
+    again in the runs the dashboard splits from that one (:func:`kept_note`). Call it before the
+    widget. O(1)."""
+    import streamlit as st
+
+    raw = None if key in st.session_state else st.query_params.get(key)
+    return kept_note(key, out_of_range_note(key, raw, lo, hi, unit, scope))
 
 
 def fix_message(fixes: Sequence[Fix]) -> str:

@@ -105,3 +105,66 @@ def test_an_unknown_shopper_in_a_link_is_named_once(shopper):
         f"{md_escape(repr(shown))} instead."
     ]
     assert link_warnings(ok(at.run())) == []
+
+
+def test_an_out_of_range_event_or_step_in_a_link_is_named():
+    """Break24: ``?ev=`` and ``?ctx_step=`` beyond this conversation's drop events or steps passed
+    the sanitizer (its range is the widest any data gives) and Streamlit dropped them silently:
+    the default was shown with no word (the README promises a warning, as ``?limit=`` has)."""
+    query = {"conv": "fatima_kim_4514-1", "limit": "300", "ev": "99999", "ctx_step": "-0", "pg": "7"}
+    at = ok(open_dashboard_page("app_pages/token_budget.py", query))
+    events = int(at.number_input(key="ev").max)
+    steps = int(at.number_input(key="ctx_step").max)
+    assert 1 < events < 99_999 and at.number_input(key="ev").value == 1
+    assert link_warnings(at) == [
+        f"The link's ev=99999 is outside this conversation's range (1 to {events:,} drop events): "
+        "the default is shown.",
+    ]  # ctx_step=-0 is step 0 (in range); one table page: no ?pg= widget, nothing to say
+    assert link_warnings(ok(at.run())) == []
+    at = ok(open_dashboard_page("app_pages/token_budget.py", {**query, "ev": "2", "ctx_step": "5000", "cmp": "true"}))
+    assert at.number_input(key="ev").value == 2
+    assert link_warnings(at) == [  # kept through the comparison's own run (the page is split)
+        f"The link's ctx_step=5000 is outside this conversation's range (0 to {steps:,} add steps): "
+        "the default is shown.",
+    ]
+
+
+def test_a_value_the_session_set_is_not_called_the_link_s():
+    """The note is for what a link brought: once the widget holds a value of the session's own,
+    a range that shrinks under it (a lower limit: fewer drop events) drops it without a word
+    about a link."""
+    at = ok(open_dashboard_page("app_pages/token_budget.py", {"conv": "fatima_kim_4514-1", "limit": "300"}))
+    events = int(at.number_input(key="ev").max)
+    at.number_input(key="ev").set_value(events)
+    ok(at.run())
+    at.slider(key="limit").set_value(1000)
+    at = ok(at.run())
+    assert int(at.number_input(key="ev").max) < events and link_warnings(at) == []
+
+
+def test_an_out_of_range_table_page_in_a_link_is_named():
+    at = ok(open_dashboard_page("app_pages/token_budget.py", {"data": "synthetic-10000", "pg": "11"}))
+    assert link_warnings(at) == [
+        "The link's pg=11 is outside this conversation's range (1 to 10 table pages): the default is shown."
+    ]
+    at = ok(open_dashboard_page("app_pages/token_budget.py", {"data": "synthetic-10000", "pg": "10"}))
+    assert link_warnings(at) == []
+
+
+def test_flaky_store_names_an_overlap_or_step_outside_this_run():
+    """Break24: ``?overlap=`` past the page size and ``?step=`` past the run's calls were dropped
+    silently (the sanitizer's ranges are the widest any page size or run gives)."""
+    at = ok(open_dashboard_page("app_pages/flaky_store.py", {"psize": "5", "overlap": "150"}))
+    assert at.number_input(key="overlap").value == 1
+    assert link_warnings(at) == [
+        "The link's overlap=150 is outside the range this page size allows (0 to 4 messages): the default is shown."
+    ]
+    assert link_warnings(ok(at.run())) == []
+    at = ok(open_dashboard_page("app_pages/flaky_store.py", {"mode": "Step by step", "step": "999999"}))
+    calls = int(at.slider(key="step").max)
+    assert at.slider(key="step").value == 1 < calls
+    assert link_warnings(at) == [
+        f"The link's step=999999 is outside this run's range (1 to {calls:,} calls): the default is shown."
+    ]
+    at = ok(open_dashboard_page("app_pages/flaky_store.py", {"mode": "Step by step", "step": "2", "overlap": "0"}))
+    assert link_warnings(at) == [] and at.slider(key="step").value == 2
