@@ -168,3 +168,18 @@ def test_flaky_store_names_an_overlap_or_step_outside_this_run():
     ]
     at = ok(open_dashboard_page("app_pages/flaky_store.py", {"mode": "Step by step", "step": "2", "overlap": "0"}))
     assert link_warnings(at) == [] and at.slider(key="step").value == 2
+
+
+def test_a_cap_over_the_shopper_s_range_in_a_link_is_named_once():
+    """Break24: Listing eviction's ``?cap=`` above this shopper's distinct ids gave the default cap
+    with no word (the page reads ``cap`` itself; the sanitizer's range is the widest any data gives)."""
+    at = ok(open_dashboard_page("app_pages/listing_eviction.py", {"cap": "2147483647"}))
+    slider = at.slider(key="cap")
+    assert slider.value < int(slider.max) < 2147483647
+    assert link_warnings(at) == [
+        f"The link's cap=2147483647 is outside this shopper's range ({int(slider.min)} to {int(slider.max):,} "
+        "distinct listing ids): the default is shown."
+    ]
+    assert link_warnings(ok(at.run())) == []
+    at = ok(open_dashboard_page("app_pages/listing_eviction.py", {"cap": "12"}))
+    assert at.slider(key="cap").value == 12 and link_warnings(at) == []
