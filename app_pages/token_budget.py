@@ -24,7 +24,7 @@ from convmem_dashboard.data import current_dataset
 from convmem_dashboard.export_safety import download_csv, download_json
 from convmem_dashboard.questions import QUESTIONS
 from convmem_dashboard.selection import conversation_picker
-from convmem_dashboard.url_params import PARAMS, POLICIES, TARGET_MODES, kept_note, link_range_note, out_of_range_note
+from convmem_dashboard.url_params import PARAMS, POLICIES, TARGET_MODES, link_range_note
 from convmem_dashboard.panel_safe_limit import exact_limit_input, render_safe_limit
 from convmem_dashboard.tables_budget import (
     comparison_table,
@@ -133,8 +133,7 @@ st.session_state["_tb_scope"] = (dataset.key, conv_id)
 bounds = limit_bounds(conv.total_tokens, conv.messages[0].tokens)
 panel_sweep.apply_pick("limit")  # a click on the sweep chart (its callback may run in a fragment run)
 _drop_if("limit", lambda v: not (isinstance(v, int) and bounds.lo <= v <= bounds.hi))
-if limit_note := kept_note("limit", out_of_range_note("limit", st.query_params.get("limit"), bounds.lo, bounds.hi, "tokens")):
-    st.warning(limit_note, icon=":material/link:")  # Streamlit drops it silently (a new user)
+_link_range_note("limit", bounds.lo, bounds.hi, "tokens")  # Streamlit drops it silently (a new user)
 lim_cols = top[1].columns([4, 1.4], vertical_alignment="bottom")
 exact_limit_input(lim_cols[1], "limit", bounds.lo, bounds.hi, bounds.default, "Exact limit")
 limit = lim_cols[0].slider(

@@ -343,14 +343,17 @@ def link_range_note(
     key: str, lo: int, hi: int, unit: str, scope: str = "this conversation's range"
 ) -> str | None:
     """:func:`out_of_range_note` for the link's ``?key=`` (read from the URL), for a widget whose
-    range this run knows: only a value the link brought (the widget holds no state of the
-    session's yet: a range that shrinks under a value the user set is not the link's doing), and
-    again in the runs the dashboard splits from that one (:func:`kept_note`). Call it before the
-    widget. O(1)."""
+    range this run knows: only a value the link brought, not one the session's widget wrote
+    into the URL (a range that shrinks under it, or a view forgotten on a switch of
+    conversation while the URL still holds it, is not the link's doing), and again in the runs
+    the dashboard splits from that one (:func:`kept_note`). Call it before the widget. O(1)."""
     import streamlit as st
 
-    raw = None if key in st.session_state else st.query_params.get(key)
-    return kept_note(key, out_of_range_note(key, raw, lo, hi, unit, scope))
+    written = st.session_state.setdefault(_WIDGET_WROTE, {})
+    if key in st.session_state:  # the widget's value, as its binding writes it into the URL
+        written[key] = str(st.session_state[key])
+    raw = st.query_params.get(key)
+    return kept_note(key, out_of_range_note(key, None if raw == written.get(key) else raw, lo, hi, unit, scope))
 
 
 def fix_message(fixes: Sequence[Fix]) -> str:
@@ -412,6 +415,8 @@ _FIXES_SHOWN = "_url_fixes_shown"
 _KEEP_FIXES = "_url_fixes_keep"
 _KEPT_RUN = "_url_fixes_kept_run"
 _NOTES_SHOWN = "_url_notes_shown"
+#: Session key: {widget key: the value the widget last held, as its URL binding wrote it}.
+_WIDGET_WROTE = "_url_widget_wrote"
 
 
 def kept_note(key: str, note: str | None) -> str | None:

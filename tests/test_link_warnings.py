@@ -183,3 +183,27 @@ def test_a_cap_over_the_shopper_s_range_in_a_link_is_named_once():
     assert link_warnings(ok(at.run())) == []
     at = ok(open_dashboard_page("app_pages/listing_eviction.py", {"cap": "12"}))
     assert at.slider(key="cap").value == 12 and link_warnings(at) == []
+
+
+@pytest.mark.parametrize("key", ["ctx_step", "limit"])
+def test_a_conversation_switch_does_not_call_the_session_s_own_value_the_link_s(key):
+    """Break24: the bound widgets write their value into the URL (set here by hand: AppTest has no
+    browser to send it back). A switch to a smaller conversation forgets the step (a view of the
+    old one) or drops the limit (out of its range) while the URL still holds it: that is the
+    session's own value, and it was called the link's."""
+    at = ok(open_dashboard_page("app_pages/token_budget.py", {"conv": "fatima_kim_4514-1", "limit": "300"}))
+    widget = at.number_input(key=key) if key == "ctx_step" else at.slider(key=key)
+    high = int(widget.max)
+    widget.set_value(high)
+    ok(at.run())
+    at.query_params[key] = str(high)  # what the browser's URL holds now
+    smaller = None
+    for conv in at.selectbox(key="conv").options:
+        at.selectbox(key="conv").set_value(conv)
+        ok(at.run())
+        widget = at.number_input(key=key) if key == "ctx_step" else at.slider(key=key)
+        if int(widget.max) < high:
+            smaller = conv
+            break
+    assert smaller is not None and widget.value != high
+    assert link_warnings(at) == []
