@@ -25,7 +25,7 @@ from convmem_dashboard.tables_store import (
 from convmem_dashboard.export_safety import download_csv
 from convmem_dashboard.questions import QUESTIONS
 from convmem_dashboard.selection import conversation_picker
-from convmem_dashboard.url_params import PARAMS
+from convmem_dashboard.url_params import PARAMS, link_range_note
 from convmem_dashboard.view_flaky_store import (
     STORE_KINDS,
     FlakySettings,
@@ -168,6 +168,9 @@ with st.container(border=True):
         if sql:
             overlap = 0
         else:
+            if note := link_range_note("overlap", 0, max(0, page_size - 1), "messages",
+                                       "the range this page size allows"):
+                st.warning(note, icon=":material/link:")
             overlap = st.number_input(
                 "Overlapping messages per page", 0, max(0, page_size - 1), min(1, page_size - 1), 1,
                 key="overlap",
@@ -231,6 +234,8 @@ if mode == STEP and n_calls > 1:
     b1.button("◀ Previous call", on_click=_move, args=(-1,), width="stretch")
     b2.button("Next call ▶", on_click=_move, args=(1,), type="primary", width="stretch")
     # No value= here: the buttons set st.session_state["step"]; the default is min_value (1).
+    if note := link_range_note("step", 1, n_calls, "calls", "this run's range"):
+        st.warning(note, icon=":material/link:")
     upto = b3.slider("Calls shown", 1, n_calls, key="step", **URL)
 
 state = step_state(run, upto)

@@ -40,7 +40,7 @@ from convmem_dashboard.view_listing_eviction import (
 )
 from convmem_dashboard.choices import shopper_conversations
 from convmem_dashboard.export_safety import download_csv
-from convmem_dashboard.url_params import PARAMS
+from convmem_dashboard.url_params import PARAMS, kept_note, out_of_range_note
 from convmem_dashboard.show_table import show_table
 
 
@@ -110,11 +110,14 @@ if view.max_cap == 0:
 scope = (dataset.key, shopper, definition)
 same_scope = st.session_state.get("_ev_scope") == scope
 st.session_state["_ev_scope"] = scope
-st.session_state["cap"] = resolve_cap(
-    url=st.query_params.get("cap"), url_seen=st.session_state.get("_cap_url_seen"),
-    session=st.session_state.get("cap"), same_scope=same_scope, view=view,
-)
 lo, hi = cap_bounds(view)
+url_cap, cap_url_seen = st.query_params.get("cap"), st.session_state.get("_cap_url_seen")
+link_cap = url_cap if url_cap != cap_url_seen else None  # a link's ?cap= (not one this page wrote)
+if note := kept_note("cap", out_of_range_note("cap", link_cap, lo, hi, "distinct listing ids", "this shopper's range")):
+    st.warning(note, icon=":material/link:")  # resolve_cap shows the default (a new user saw no word)
+st.session_state["cap"] = resolve_cap(
+    url=url_cap, url_seen=cap_url_seen, session=st.session_state.get("cap"), same_scope=same_scope, view=view,
+)
 cap = int(st.slider(
     "max_listings (distinct listing ids the kept conversations may mention)",
     lo,

@@ -24,7 +24,7 @@ from convmem_dashboard.data import current_dataset
 from convmem_dashboard.export_safety import download_csv, download_json
 from convmem_dashboard.questions import QUESTIONS
 from convmem_dashboard.selection import conversation_picker
-from convmem_dashboard.url_params import PARAMS, POLICIES, TARGET_MODES, kept_note, out_of_range_note
+from convmem_dashboard.url_params import PARAMS, POLICIES, TARGET_MODES, link_range_note
 from convmem_dashboard.panel_safe_limit import exact_limit_input, render_safe_limit
 from convmem_dashboard.tables_budget import (
     comparison_table,
@@ -50,6 +50,12 @@ URL = "query-params"
 P = PARAMS
 #: Rows of the message table sent to the browser at once (the CSV download has them all).
 TABLE_PAGE_ROWS = 1000
+
+
+def _link_range_note(key: str, lo: int, hi: int, unit: str) -> None:
+    """Warn that the link's ``?key=`` is outside this view's range (url_params.link_range_note)."""
+    if note := link_range_note(key, lo, hi, unit):
+        st.warning(note, icon=":material/link:")
 
 
 def _drop_if(key: str, bad) -> None:
@@ -127,8 +133,7 @@ st.session_state["_tb_scope"] = (dataset.key, conv_id)
 bounds = limit_bounds(conv.total_tokens, conv.messages[0].tokens)
 panel_sweep.apply_pick("limit")  # a click on the sweep chart (its callback may run in a fragment run)
 _drop_if("limit", lambda v: not (isinstance(v, int) and bounds.lo <= v <= bounds.hi))
-if limit_note := kept_note("limit", out_of_range_note("limit", st.query_params.get("limit"), bounds.lo, bounds.hi, "tokens")):
-    st.warning(limit_note, icon=":material/link:")  # Streamlit drops it silently (a new user)
+_link_range_note("limit", bounds.lo, bounds.hi, "tokens")  # Streamlit drops it silently (a new user)
 lim_cols = top[1].columns([4, 1.4], vertical_alignment="bottom")
 exact_limit_input(lim_cols[1], "limit", bounds.lo, bounds.hi, bounds.default, "Exact limit")
 limit = lim_cols[0].slider(
@@ -271,6 +276,7 @@ else:
     win = (0, 0)
 nav = None
 if n_events > 0:
+    _link_range_note("ev", 1, n_events, "drop events")
     _drop_if("ev", lambda v: not (isinstance(v, int) and 1 <= v <= n_events))
     nav = vm.event_nav(st.session_state.get("ev"), n_events)
     ev_cols = st.columns([1.3, 1.3, 2.2, 3.2], vertical_alignment="bottom")
@@ -341,6 +347,7 @@ st.caption(context_caption(bool((arrays.dropped_at >= 0).any()), bool(arrays.sum
 # ------------------------------------------------------------------------------ context at a step
 st.subheader("Context at a step")
 default_step = events[selected].step if selected is not None else n - 1
+_link_range_note("ctx_step", 0, n - 1, "add steps")
 _drop_if("ctx_step", lambda v: v is not None and not (isinstance(v, int) and 0 <= v <= n - 1))
 chosen = st.number_input(
     "Add step (message #)", min_value=0, max_value=n - 1, value=None, step=1, key="ctx_step", bind=URL,
@@ -419,6 +426,7 @@ with st.expander("Limit sweep: pick a limit by eye", expanded=False, key="sweep"
 st.subheader("Every message")
 pages = max(1, -(-n // TABLE_PAGE_ROWS))
 if pages > 1:
+    _link_range_note("pg", 1, pages, "table pages")
     _drop_if("pg", lambda v: not (isinstance(v, int) and 1 <= v <= pages))
     page = st.pagination(pages, key="pg", bind=URL)
 else:

@@ -21,7 +21,7 @@ import threading
 import traceback
 from array import array
 from collections import deque
-from collections.abc import Callable, Generator, Sequence
+from collections.abc import Callable, Generator, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from functools import partial
 from itertools import accumulate, chain, islice, repeat
@@ -579,12 +579,14 @@ class SlicedReplay:
     The walks and History's add loops may pause every :data:`PAUSE_EVERY` adds; the base rule
     with no policy and no summary (a two-pointer walk, about 0.05 s per 10^5 messages) does not,
     and is done by the first call. ``messages`` is taken as it is at construction (a tuple of it:
-    a list changed between slices does not change the replay). Errors are :func:`replay`'s: a
+    a list changed between slices does not change the replay), and so are ``tool_names`` and
+    ``thinking`` (a dict of each mapping). Errors are :func:`replay`'s: a
     TypeError for settings or messages that are not a HistorySettings or a sequence at
     construction, any other by the :meth:`advance` call that meets it and again by every later
     call (the replay is not resumed). An interruption in a slice (KeyboardInterrupt, SystemExit:
     not an Exception) propagates and sets the job back to its start. Thread-safe: concurrent
-    calls take turns (one lock). The cyclic GC is paused during each slice, as in
+    calls take turns (one lock); a call from inside a slice (the token counter or summarizer
+    calling :meth:`advance` again) is a RuntimeError, not a wait for ever. The cyclic GC is paused during each slice, as in
     :func:`replay`. Memory: the partial replay (the columns of the adds done so far, its History
     or walk state), released when it ends (a kept error keeps its traceback's lines, not the
     replay's locals); then the Replay.
@@ -601,7 +603,7 @@ class SlicedReplay:
     True
     """
 
-    __slots__ = ("total", "added", "_start", "_steps", "_result", "_error", "_error_tb", "_lock")
+    __slots__ = ("total", "added", "_start", "_steps", "_result", "_error", "_error_tb", "_lock", "_slicing")
 
     def __init__(
         self, messages: Sequence[Message], settings: HistorySettings, *, count_tokens=None, tool_names=None,
@@ -611,6 +613,7 @@ class SlicedReplay:
             raise TypeError(f"replay settings must be a HistorySettings, got {settings!r}")
         _check_sequence(messages)
         messages = tuple(messages)  # as they are now: a list may change between slices
+        tool_names, thinking = _mapping_now(tool_names), _mapping_now(thinking)  # so may a dict
         #: Messages to add (len(messages)).
         self.total = len(messages)
         #: Messages added so far (the total when done).
@@ -623,6 +626,8 @@ class SlicedReplay:
         self._error: Exception | None = None
         self._error_tb: TracebackType | None = None
         self._lock = threading.Lock()
+        #: The thread running a slice (threading.get_ident), else None.
+        self._slicing: int | None = None
 
     @property
     def done(self) -> bool:
@@ -636,6 +641,8 @@ class SlicedReplay:
 
         Raises:
             ValueError: ``max_messages`` is not an int of at least 1.
+            RuntimeError: called from inside this job's own slice (its token counter or
+                summarizer): the replay meets it as that callable's error.
             Exception: what :func:`replay` raises for these messages and settings (every call
                 from the one that met it).
             BaseException: an interruption met in the slice (KeyboardInterrupt, SystemExit): the
@@ -643,12 +650,16 @@ class SlicedReplay:
         """
         if max_messages.__class__ is not int or max_messages < 1:
             raise ValueError(f"max_messages must be an int of at least 1, got {max_messages!r}")
+        me = threading.get_ident()
+        if self._slicing == me:  # only this thread sets it to its own id: no race
+            raise RuntimeError("advance() was called from inside its own slice (by the token counter or summarizer)")
         with self._lock:
             self._raise_error()
             steps = self._steps
             if steps is None:
                 return True
             stop = self.added + max_messages
+            self._slicing = me
             try:
                 with gc_paused():  # as replay(): what the slice made is alive and acyclic
                     try:
@@ -661,6 +672,8 @@ class SlicedReplay:
             except BaseException as exc:
                 self._stop(exc)
                 raise
+            finally:
+                self._slicing = None
             return self._steps is None
 
     def _stop(self, exc: BaseException) -> None:
@@ -698,6 +711,12 @@ class SlicedReplay:
         while not self.advance(max(1, self.total)):
             continue
         return self.result()
+
+
+def _mapping_now(mapping):
+    """A dict of ``mapping`` as it is now (a :class:`SlicedReplay` reads it over many slices);
+    anything else as it is (None, or a value History refuses with its own error). O(len)."""
+    return dict(mapping) if isinstance(mapping, Mapping) else mapping
 
 
 def _replay(

@@ -417,20 +417,31 @@ def picker_help(keys) -> str:
 
 
 def missing_dataset_note(asked, keys) -> str | None:
-    """The warning for a link's ``?data=`` naming a built-in dataset not on this machine (the
-    retail run without ../shared/real_data), else None (pure).
+    """The warning for a link's ``?data=`` naming no dataset offered here: the retail run without
+    ../shared/real_data, or any other key not in ``keys`` (a typo, a size not offered, junk; shown
+    escaped); None for a key in ``keys``, for no key, and for an upload or database key (their own
+    warnings say what became of them). Pure, O(len(keys)).
 
     >>> missing_dataset_note("retail", ["sample"])
     'This link asks for the retail dataset (the tau-bench run in ../shared/real_data), which is not on this machine. Showing the sample data.'
-    >>> missing_dataset_note("retail", ["sample", "retail"]) is None, missing_dataset_note("x", ["sample"]) is None
-    (True, True)
+    >>> print(missing_dataset_note("synthetic-5", ["sample"]))
+    This link asks for the dataset \\'synthetic\\-5\\', which is not one of this dashboard's datasets. Showing the sample data.
+    >>> missing_dataset_note("retail", ["sample", "retail"]), missing_dataset_note(None, ["sample"])
+    (None, None)
+    >>> missing_dataset_note("upload:ab", ["sample"]), missing_dataset_note("db:ab", ["sample"])
+    (None, None)
     """
-    if asked == "retail" and "retail" not in keys:
+    if not isinstance(asked, str) or asked in keys or asked.startswith(("upload:", "db:")):
+        return None
+    if asked == "retail":
         return (
             "This link asks for the retail dataset (the tau-bench run in ../shared/real_data), "
             "which is not on this machine. Showing the sample data."
         )
-    return None
+    return (
+        f"This link asks for the dataset {md_escape(repr(asked))}, which is not one of this dashboard's "
+        "datasets. Showing the sample data."
+    )
 
 
 def _read_url_upload() -> None:

@@ -31,6 +31,7 @@ from .choices import (
 )
 from .data import Dataset, get_dataset, md_escape
 from .tables_eviction import shopper_key, shopper_options
+from .url_params import kept_note
 
 __all__ = ["Choices", "choices_of", "conversation_picker", "selected_conversation", "shopper_picker"]
 
@@ -138,11 +139,7 @@ def conversation_picker(dataset: Dataset, where=None, label: str = "Conversation
     conv = selected_conversation(dataset)
     if conv is None:
         return None
-    if new_link and url not in ch.ids:  # said once, when the link is opened (a new user saw nothing)
-        (where or st).warning(
-            f"The link's conversation {md_escape(repr(url))} is not in this dataset: showing "
-            f"{md_escape(repr(conv))} instead.", icon=":material/link:",
-        )
+    _link_note(where, CONV_KEY, "conversation", url if new_link and url not in ch.ids else None, conv)
     _selectbox(
         where or st, label, CONV_KEY, ch.ids, conv, ch.labels,
         "Shopper · first user message · messages · tokens · id. Type to search. The choice is "
@@ -151,6 +148,19 @@ def conversation_picker(dataset: Dataset, where=None, label: str = "Conversation
     )
     _write_url(CONV_KEY, conv)
     return conv
+
+
+def _link_note(where, key: str, what: str, unknown: str | None, shown: str) -> None:
+    """Warn that the link's ``?key=`` named ``unknown`` (a ``what`` not in this dataset) and
+    ``shown`` is shown instead: in the run that opens the link (``unknown`` given) and in the
+    runs the dashboard splits from it (url_params.kept_note: a replay's slices end in a rerun,
+    and the run the user sees must still say it), not after."""
+    note = None if unknown is None else (
+        f"The link's {what} {md_escape(repr(unknown))} is not in this dataset: showing "
+        f"{md_escape(repr(shown))} instead."
+    )
+    if note := kept_note(key, note):
+        (where or st).warning(note, icon=":material/link:")
 
 
 def shopper_picker(dataset: Dataset, where=None, label: str = "Shopper") -> str | None:
@@ -170,9 +180,13 @@ def shopper_picker(dataset: Dataset, where=None, label: str = "Shopper") -> str 
     if wanted is None and url is not None and url != _state(_URL_SEEN).get(SHOPPER_KEY):
         _state(_URL_SEEN)[SHOPPER_KEY] = url
         wanted = url if url in ch.shopper_default else None
+        unknown = url if wanted is None else None
+    else:
+        unknown = None
     if wanted is not None and wanted != shopper:
         shopper, conv = wanted, ch.shopper_default[wanted]
         _state(_SELECTED)[dataset.key] = conv
+    _link_note(where, SHOPPER_KEY, "shopper", unknown, shopper)
     _selectbox(
         where or st, label, SHOPPER_KEY, ch.shoppers, shopper, ch.shopper_labels,
         "Shopper (user id) · conversations · messages · tokens. Type to search. Kept on every "

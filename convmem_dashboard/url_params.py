@@ -55,6 +55,7 @@ from convmem.limits import MAX_TOKENS
 
 __all__ = [
     "out_of_range_note",
+    "link_range_note",
     "rerun_keeping_link_fixes",
     "kept_note",
     "COUNT_MAX",
@@ -316,11 +317,14 @@ def sanitize(
     return clean, fixes
 
 
-def out_of_range_note(key: str, raw: str | None, lo: int, hi: int, unit: str) -> str | None:
+def out_of_range_note(
+    key: str, raw: str | None, lo: int, hi: int, unit: str, scope: str = "this conversation's range"
+) -> str | None:
     """The warning for a link whose ``key`` is a whole number outside this view's range
     ``lo..hi`` (a range that depends on the data, which :func:`sanitize` cannot know, so
-    Streamlit drops the value silently and the widget shows its default). None when ``raw`` is
-    absent, not a whole number (the sanitizer reports that) or in range. Plain text (no Markdown).
+    Streamlit drops the value silently and the widget shows its default); ``scope`` names what
+    sets the range. None when ``raw`` is absent, not a whole number (the sanitizer reports that)
+    or in range. Plain text (no Markdown).
 
     >>> print(out_of_range_note("limit", "99999999", 100, 1_220, "tokens"))
     The link's limit=99999999 is outside this conversation's range (100 to 1,220 tokens): the default is shown.
@@ -332,10 +336,24 @@ def out_of_range_note(key: str, raw: str | None, lo: int, hi: int, unit: str) ->
     value = int(raw)
     if lo <= value <= hi:
         return None
-    return (
-        f"The link's {key}={raw.strip()} is outside this conversation's range ({lo:,} to {hi:,} {unit}): "
-        "the default is shown."
-    )
+    return f"The link's {key}={raw.strip()} is outside {scope} ({lo:,} to {hi:,} {unit}): the default is shown."
+
+
+def link_range_note(
+    key: str, lo: int, hi: int, unit: str, scope: str = "this conversation's range"
+) -> str | None:
+    """:func:`out_of_range_note` for the link's ``?key=`` (read from the URL), for a widget whose
+    range this run knows: only a value the link brought, not one the session's widget wrote
+    into the URL (a range that shrinks under it, or a view forgotten on a switch of
+    conversation while the URL still holds it, is not the link's doing), and again in the runs
+    the dashboard splits from that one (:func:`kept_note`). Call it before the widget. O(1)."""
+    import streamlit as st
+
+    written = st.session_state.setdefault(_WIDGET_WROTE, {})
+    if key in st.session_state:  # the widget's value, as its binding writes it into the URL
+        written[key] = str(st.session_state[key])
+    raw = st.query_params.get(key)
+    return kept_note(key, out_of_range_note(key, None if raw == written.get(key) else raw, lo, hi, unit, scope))
 
 
 def fix_message(fixes: Sequence[Fix]) -> str:
@@ -397,6 +415,8 @@ _FIXES_SHOWN = "_url_fixes_shown"
 _KEEP_FIXES = "_url_fixes_keep"
 _KEPT_RUN = "_url_fixes_kept_run"
 _NOTES_SHOWN = "_url_notes_shown"
+#: Session key: {widget key: the value the widget last held, as its URL binding wrote it}.
+_WIDGET_WROTE = "_url_widget_wrote"
 
 
 def kept_note(key: str, note: str | None) -> str | None:

@@ -364,3 +364,16 @@ def test_parent_cycles_and_dangling_parents_terminate():
     r = parse_conversations(text, counter=Words())
     contents = sorted(m.content for c in r for m in c.messages)
     assert contents == ["four", "one", "three", "two"]
+
+
+@pytest.mark.parametrize("name", ["claude_code_session.jsonl", "codex_rollout.jsonl"])
+def test_session_files_joined_with_their_byte_order_marks_read_every_record(name):
+    """Break24: a session line opening with a UTF-8 BOM (files saved with one, then joined) was
+    skipped as invalid JSON: the record after each mark was lost. Each line's mark is dropped now,
+    so a marked file reads as the unmarked one."""
+    text = (DATA / name).read_text()
+    lines = text.split("\n")
+    marked = "\ufeff" + "\n".join(("\ufeff" + ln) if ln and k % 3 == 1 else ln for k, ln in enumerate(lines))
+    plain, got = parse_conversations(text, counter=Words()), parse_conversations(marked, counter=Words())
+    assert [shape(c) for c in got] == [shape(c) for c in plain] and plain
+    assert session_of(got[0]).skipped == session_of(plain[0]).skipped

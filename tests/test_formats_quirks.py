@@ -300,6 +300,20 @@ def test_skips_in_every_container():
     assert [(s.conversation_id, s.line, s.field) for s in r.skipped] == [("b", 3, "tokens")]
 
 
+
+@pytest.mark.parametrize("as_bytes", [False, True])
+def test_jsonl_files_joined_with_their_byte_order_marks_load_whole(as_bytes):
+    """Break24: JSONL files saved with a UTF-8 BOM and joined (``cat a.jsonl b.jsonl``) carry a BOM
+    at the start of a later line; that line was skipped as invalid JSON ("Unexpected UTF-8 BOM
+    (decode using utf-8-sig)"), one conversation lost per joined file."""
+    line = json.dumps({"messages": [{"role": "user", "content": "hi", "tokens": 2}]})
+    text = "\ufeff" + line + "\r\n" + "\ufeff" + line + "\n\ufeff" + line + "\n"
+    r = parse_conversations(text.encode("utf-8") if as_bytes else text)
+    assert [c.id for c in r] == ["c1", "c2", "c3"] and r.skipped == ()
+    assert [[(m.role, m.tokens) for m in c.messages] for c in r] == [[("user", 2)]] * 3
+    r = parse_conversations(line + "\n\ufeff\ufeff" + line + "\n")  # two marks: not one file's
+    assert [c.id for c in r] == ["c1"] and [s.line for s in r.skipped] == [2]
+
 def test_nothing_loads_raises_the_first_fault():
     with pytest.raises(FormatError, match="line 1, field 'messages\\[0\\].role'"):
         parse_conversations('{"messages": [{"role": "bot", "content": ""}]}\n'

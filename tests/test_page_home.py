@@ -17,6 +17,7 @@ from streamlit.testing.v1 import AppTest
 
 from convmem import load_conversations
 from apptest_support import dashboard_app, metrics, ok
+from convmem_dashboard.data import missing_dataset_note
 
 ROOT = Path(__file__).resolve().parent.parent
 SAMPLE = ROOT / "sample_data" / "shoppers.jsonl"
@@ -389,7 +390,10 @@ def test_bad_url_dataset_falls_back_to_the_sample():
     assert data_in_use(at) == "sample"
     at = open_home({"data": "synthetic-7"})
     assert data_in_use(at) == "sample"
-    assert not at.warning  # not an upload: a plain bad value, nothing to re-upload
+    # not an upload (nothing to re-upload): a plain bad value, named as such (README: a value a
+    # widget cannot take is dropped from the link with a warning; break24)
+    assert [w.value for w in at.warning] == [missing_dataset_note("synthetic-7", ["sample"])]
+    assert "upload" not in at.warning[0].value
 
 
 @pytest.mark.parametrize("page", PAGES)

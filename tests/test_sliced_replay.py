@@ -380,3 +380,77 @@ def test_an_interruption_after_the_last_slice_keeps_the_replay():
         gc.enable()
     assert job.done and job.added == 50
     assert_same(job.result(), replay(msgs, s))
+
+
+def tool_turns(n: int) -> list[Message]:
+    """User, assistant calling one tool, its 30-token result, assistant: ``n`` messages."""
+    out = []
+    for i in range(n):
+        if i % 4 == 0:
+            out.append(Message(f"u{i}", "user", 10, content="hello world"))
+        elif i % 4 == 1:
+            out.append(Message(f"a{i}", "assistant", 10, content="calling", tool_call_ids=(f"c{i}",)))
+        elif i % 4 == 2:
+            out.append(Message(f"t{i}", "tool", 30, content="result " * 10, tool_call_id=f"c{i - 1}"))
+        else:
+            out.append(Message(f"a{i}", "assistant", 10, content="ok"))
+    return out
+
+
+def test_the_tool_names_and_thinking_are_taken_as_they_are_when_the_job_is_made():
+    """Break24: the caller's tool_names and thinking mappings were read as the slices ran, so a
+    mapping changed between slices (cleared here) changed the replay: clearing kept the excluded
+    tool's results of the later slices (9 clearings instead of none)."""
+    msgs = tool_turns(40)
+    s = HistorySettings(60, clear_trigger=50, clear_keep=1, exclude_tools=("keep",), clear_thinking_keep=0)
+    names = {f"c{i}": "keep" for i in range(1, 40, 4)}
+    thinking = {f"a{i}": 6 for i in range(3, 40, 4)}
+    want = replay(msgs, s, tool_names=dict(names), thinking=dict(thinking))
+    with mock.patch.object(replay_module, "PAUSE_EVERY", 2):
+        job = SlicedReplay(msgs, s, tool_names=names, thinking=thinking)
+        job.advance(1)
+        names.clear()
+        thinking.clear()
+        got = job.finish()
+    assert_same(got, want)
+    assert (want.stats.clearings, want.stats.messages_cleared) == (10, 10)  # thinking only: the tools are excluded
+
+
+def test_advance_called_from_inside_its_own_slice_raises_instead_of_hanging():
+    """Break24: a token counter (or summarizer) calling the job's advance() from inside a slice
+    waited for ever on the job's own lock. It is a RuntimeError now, which the replay meets as
+    its counter's error (kept: every later call raises it); another thread still takes turns."""
+    msgs = tool_turns(40)
+    s = HistorySettings(60, summary_budget=20, pin_system=True)  # History's loop with a summarizer
+    seen: list[str] = []
+    job_box: list[SlicedReplay] = []
+
+    def reentering(text: str) -> int:
+        if job_box:
+            try:
+                job_box.pop().advance(1)
+            except RuntimeError as exc:
+                seen.append(str(exc))
+                raise
+        return len(text.split())
+
+    with mock.patch.object(replay_module, "PAUSE_EVERY", 2):
+        job = SlicedReplay(msgs, s, count_tokens=reentering)
+        job_box.append(job)
+        done = threading.Event()
+        outcome: list[BaseException] = []
+
+        def run() -> None:
+            try:
+                job.finish()
+            except BaseException as exc:  # the outcome, checked below
+                outcome.append(exc)
+            done.set()
+
+        threading.Thread(target=run, daemon=True).start()
+        assert done.wait(30), "advance() from inside its own slice hung"
+    assert seen == ["advance() was called from inside its own slice (by the token counter or summarizer)"]
+    assert isinstance(outcome[0], Exception) and seen[0] in str(outcome[0])
+    with pytest.raises(Exception, match=re.escape(seen[0])):
+        job.advance(1)
+    assert job.done

@@ -127,9 +127,13 @@ def _one(ctx: Context, fmt: Format | None, record: Any, where: Where, path: Any)
 
 
 def _jsonl(ctx: Context, text: str, fmt: Format | None, path: Any) -> None:
+    """One conversation per non-blank line. A line may open with one UTF-8 byte order mark (JSONL
+    files saved with one, then joined: ``cat a.jsonl b.jsonl``); it is dropped, as the file's own."""
     loads = json.loads
     n = 0
     for lineno, line in enumerate(text.split("\n"), start=1):
+        if line.startswith("\ufeff"):
+            line = line[1:]
         if not line or line.isspace():
             continue
         n += 1

@@ -46,7 +46,8 @@ class SessionLines:
 
 
 def read_lines(text: str) -> SessionLines:
-    """Decode every non-blank line of ``text`` (one JSON object each). O(len(text))."""
+    """Decode every non-blank line of ``text`` (one JSON object each). O(len(text)). A line may
+    open with one UTF-8 byte order mark (session files saved with one, then joined): dropped."""
     out = SessionLines()
     lines = text.split("\n")
     last = len(lines)
@@ -56,6 +57,8 @@ def read_lines(text: str) -> SessionLines:
     loads = json.loads
     for lineno in range(1, last + 1):
         line = lines[lineno - 1]
+        if line.startswith("\ufeff"):
+            line = line[1:]
         if not line or line.isspace():
             continue
         try:
