@@ -266,6 +266,7 @@ safe = render_safe_limit(key, conv_id, settings, r, lo=bounds.lo, hi=bounds.hi, 
 events = r.compactions
 n_events = len(events)
 if n > 1:
+    _link_range_note("win", 0, n - 1, "add steps")
     _drop_if("win", lambda v: not (isinstance(v, (tuple, list)) and len(v) == 2 and 0 <= v[0] <= v[1] <= n - 1))
     win = st.slider(
         "Steps shown (add steps)", 0, n - 1, (0, n - 1), key="win", bind=URL,

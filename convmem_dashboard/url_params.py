@@ -323,27 +323,32 @@ def out_of_range_note(
     """The warning for a link whose ``key`` is a whole number outside this view's range
     ``lo..hi`` (a range that depends on the data, which :func:`sanitize` cannot know, so
     Streamlit drops the value silently and the widget shows its default); ``scope`` names what
-    sets the range. None when ``raw`` is absent, not a whole number (the sanitizer reports that)
-    or in range. Plain text (no Markdown).
+    sets the range. A range widget's two values come joined by ``&`` (``?win=0&win=99`` as
+    ``"0&99"``): the note is given when either is outside. None when ``raw`` is absent, not
+    whole numbers (the sanitizer reports that) or in range. Plain text (no Markdown).
 
     >>> print(out_of_range_note("limit", "99999999", 100, 1_220, "tokens"))
     The link's limit=99999999 is outside this conversation's range (100 to 1,220 tokens): the default is shown.
     >>> out_of_range_note("limit", "500", 100, 1_220, "tokens") is None
     True
+    >>> print(out_of_range_note("win", "0&5000", 0, 434, "add steps"))
+    The link's win=0&5000 is outside this conversation's range (0 to 434 add steps): the default is shown.
     """
-    if raw is None or not raw.strip().lstrip("-").isdigit():
+    if raw is None:
         return None
-    value = int(raw)
-    if lo <= value <= hi:
+    parts = [part.strip() for part in raw.split("&")]
+    if not all(part.lstrip("-").isdigit() for part in parts):
         return None
-    return f"The link's {key}={raw.strip()} is outside {scope} ({lo:,} to {hi:,} {unit}): the default is shown."
+    if all(lo <= int(part) <= hi for part in parts):
+        return None
+    return f"The link's {key}={'&'.join(parts)} is outside {scope} ({lo:,} to {hi:,} {unit}): the default is shown."
 
 
 def link_range_note(
     key: str, lo: int, hi: int, unit: str, scope: str = "this conversation's range"
 ) -> str | None:
-    """:func:`out_of_range_note` for the link's ``?key=`` (read from the URL), for a widget whose
-    range this run knows: only a value the link brought, not one the session's widget wrote
+    """:func:`out_of_range_note` for the link's ``?key=`` (read from the URL; a range widget's
+    values joined by ``&``), for a widget whose range this run knows: only a value the link brought, not one the session's widget wrote
     into the URL (a range that shrinks under it, or a view forgotten on a switch of
     conversation while the URL still holds it, is not the link's doing), and again in the runs
     the dashboard splits from that one (:func:`kept_note`). Call it before the widget. O(1)."""
@@ -351,8 +356,9 @@ def link_range_note(
 
     written = st.session_state.setdefault(_WIDGET_WROTE, {})
     if key in st.session_state:  # the widget's value, as its binding writes it into the URL
-        written[key] = str(st.session_state[key])
-    raw = st.query_params.get(key)
+        value = st.session_state[key]
+        written[key] = "&".join(map(str, value)) if isinstance(value, (tuple, list)) else str(value)
+    raw = "&".join(st.query_params.get_all(key)) or None  # a range widget's two values, joined
     return kept_note(key, out_of_range_note(key, None if raw == written.get(key) else raw, lo, hi, unit, scope))
 
 

@@ -207,3 +207,25 @@ def test_a_conversation_switch_does_not_call_the_session_s_own_value_the_link_s(
             break
     assert smaller is not None and widget.value != high
     assert link_warnings(at) == []
+
+
+@pytest.mark.parametrize("win", [["0", "5000"], ["9999", "10000"]])
+def test_an_out_of_range_step_window_in_a_link_is_named(win):
+    """``?win=`` (the two-value range of steps shown) beyond this conversation's steps passed the
+    sanitizer (its range is the widest any data gives) and the slider showed every step with no
+    word (the session 24 breaker's leftover)."""
+    at = ok(open_dashboard_page("app_pages/token_budget.py", {"conv": "fatima_kim_4514-1", "win": win}))
+    steps = int(at.slider(key="win").max)
+    assert steps < 5_000 and at.slider(key="win").value == (0, steps)
+    assert link_warnings(at) == [
+        f"The link's win={'&'.join(win)} is outside this conversation's range (0 to {steps:,} add steps): "
+        "the default is shown."
+    ]
+    assert link_warnings(ok(at.run())) == []
+
+
+def test_an_in_range_step_window_says_nothing_and_is_shown():
+    at = ok(open_dashboard_page("app_pages/token_budget.py", {"conv": "fatima_kim_4514-1", "win": ["3", "10"]}))
+    assert at.slider(key="win").value == (3, 10) and link_warnings(at) == []
+    at.slider(key="win").set_value((5, 12))
+    assert link_warnings(ok(at.run())) == []  # the session's own window is not the link's
