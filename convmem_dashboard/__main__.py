@@ -15,7 +15,6 @@ imports (:data:`PRELOAD`), and the dashboard's own modules (:func:`dashboard_mod
 from __future__ import annotations
 
 import contextlib
-import gc
 import importlib
 import importlib.util
 import logging
@@ -97,12 +96,10 @@ def preload(pages_dir: Path = PAGES_DIR) -> None:
     """Import :data:`PRELOAD`, :func:`streamlit_first_run`, then :func:`dashboard_modules`
     (their caches' parameter checks not logged, see :func:`_cache_params_warnings_muted`), in
     order, then builds convmem's default token counter (:func:`warm_default_counter`) and fills
-    the module-by-file table Streamlit's first element reads (:func:`warm_module_files`). Last,
-    ``gc.freeze()``: what the imports built (about 120,000 tracked objects: modules, classes,
-    functions, constant tables) lives as long as the process, so no cyclic collection needs to
-    traverse it again; a full collection after the preload took 0.075-0.09 s, and one with a
-    10^5-message conversation loaded 0.14 s, against 0.05 s frozen (session 24; reference
-    counting still frees them if they go). A first view then imports nothing: warm_up finds every module in and draws no spinner. 1-3 s on 2
+    the module-by-file table Streamlit's first element reads (:func:`warm_module_files`). Nothing
+    is frozen (``gc.freeze``): convmem's loads and replays move what they made to the oldest
+    generation with a freeze and unfreeze of their own, which they skip while anything else is
+    frozen (convmem._gc.promote_young). A first view then imports nothing: warm_up finds every module in and draws no spinner. 1-3 s on 2
     loaded cores, once, before the server listens; raises what the imports raise (never in a
     working install)."""
     for name in (*PRELOAD, *streamlit_first_run()):
@@ -112,7 +109,6 @@ def preload(pages_dir: Path = PAGES_DIR) -> None:
             importlib.import_module(name)
     warm_default_counter()
     warm_module_files()
-    gc.freeze()
 
 
 def warm_module_files() -> None:

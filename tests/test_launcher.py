@@ -99,8 +99,9 @@ def test_after_the_preload_no_page_imports_anything_and_nothing_warned():
     head, frozen, modules, resolved = _preloaded()
     assert head == "[] [[], [], [], [], [], []] [] 1"  # the token counter built too
     assert int(modules) > 1000 and int(resolved) <= 20, (modules, resolved)
-    # what the imports built is out of every later cyclic collection (gc.freeze)
-    assert int(frozen) > 50_000, frozen
+    # nothing left frozen: convmem's loads and replays move what they made to the oldest
+    # generation only while nothing else is frozen (convmem._gc.promote_young)
+    assert frozen == "0"
 
 
 def test_without_the_module_files_warmed_the_first_view_would_resolve_every_module():
