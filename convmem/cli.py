@@ -987,9 +987,9 @@ def _cmd_simulate(args: argparse.Namespace) -> int:
     if args.json:
         _emit_json(doc)
     else:
-        source = file if file is not None else f"synthetic (seed {args.seed})"
-        _out(f"conversation {conversation_id} from {source}: {_n(len(messages), 'message')}, "
-             f"page size {args.page_size}")
+        head = (f"conversation {conversation_id} from {file}" if file is not None
+                else f"a synthetic conversation (seed {args.seed})")
+        _out(f"{head}: {_n(len(messages), 'message')}, page size {args.page_size}")
         set_faults = [f"{k}={v}" for k, v in doc["faults"].items()
                       if k != "seed" and v != getattr(FaultConfig(), k)]
         _out(f"faults         {', '.join(set_faults) or 'none'} (seed {args.seed}); "
@@ -1007,12 +1007,14 @@ def _cmd_simulate(args: argparse.Namespace) -> int:
         _out(f"               {t['explanation']}")
         if args.calls and call_log:
             _out()
-            table = [("call", "cursor", "attempt", "outcome", "fault", "backoff", "page", "new",
+            # calls counted from 1, as the store's error messages and the dashboard count them
+            # (the JSON's call_log[].index is the 0-based position in the list)
+            table = [("call #", "cursor", "attempt", "outcome", "fault", "backoff", "page", "new",
                       "next cursor")]
             for c in call_log[: args.calls]:
                 ok = c["outcome"] == CallOutcome.OK
                 table.append((
-                    str(c["index"]), "(first page)" if c["cursor"] is None else str(c["cursor"]),
+                    str(c["index"] + 1), "(first page)" if c["cursor"] is None else str(c["cursor"]),
                     str(c["attempt"]), c["outcome"], c["fault"] or "",
                     "" if c["delay_after"] is None else f"{c['delay_after']:.3f} s",
                     str(c["page_size"]) if ok else "", str(c["new_messages"]) if ok else "",

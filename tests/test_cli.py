@@ -416,18 +416,18 @@ def test_simulate_text_output(capsys):
     code, out, err = run(capsys, "simulate", "--messages", 30, "--page-size", 10, "--wrap-around")
     assert code == 0 and err == ""
     lines = out.splitlines()
-    assert lines[0] == "conversation synthetic from synthetic (seed 0): 30 messages, page size 10"
+    assert lines[0] == "a synthetic conversation (seed 0): 30 messages, page size 10"
     assert lines[1] == "faults         wrap_around=True (seed 0); fired: wrap_around"
     assert lines[2] == "calls          4 (4 pages, 0 retries, 0 transient failures)"
     assert lines[4] == "stop reason    no_progress"
     assert lines[5] == "truth check    ok: 30 loaded of 30; 0 lost, 0 repeated, 0 extra"
     assert [line.split() for line in lines[8:]] == [
-        ["call", "cursor", "attempt", "outcome", "fault", "backoff", "page", "new", "next",
+        ["call", "#", "cursor", "attempt", "outcome", "fault", "backoff", "page", "new", "next",
          "cursor"],
-        ["0", "(first", "page)", "1", "ok", "10", "10", "p10"],
-        ["1", "p10", "1", "ok", "10", "10", "p20"],
-        ["2", "p20", "1", "ok", "10", "10", "w1:p0"],
-        ["3", "w1:p0", "1", "ok", "wrap_around", "10", "0", "w1:p10"],
+        ["1", "(first", "page)", "1", "ok", "10", "10", "p10"],  # counted from 1, as errors say
+        ["2", "p10", "1", "ok", "10", "10", "p20"],
+        ["3", "p20", "1", "ok", "10", "10", "w1:p0"],
+        ["4", "w1:p0", "1", "ok", "wrap_around", "10", "0", "w1:p10"],
     ]
     code, out, _ = run(capsys, "simulate", "--messages", 30, "--page-size", 10, "--wrap-around",
                        "--calls", 2)

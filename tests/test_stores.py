@@ -301,6 +301,9 @@ def test_flaky_store_records_injected_failures_with_times():
     assert [c.at for c in flaky.calls] == [0.0, clock.sleeps[0], clock.sleeps[0] + clock.sleeps[1]]
     assert flaky.fired == ("transient",)
     assert "injected transient failure at the first page (cursor None)" in str(info.value.__cause__)
+    # the message counts calls from 1, as the dashboard's call log and the CLI's table do (the
+    # last of the three calls raised it; FlakyCall.index is the list position, from 0)
+    assert str(info.value.__cause__).endswith("(call #3, counted from 1)")
 
 
 @pytest.mark.parametrize("burst", [2, 3, 5])

@@ -368,7 +368,7 @@ class FlakyStore:
         if fail:
             self._record(cursor, "transient", (FAULT_TRANSIENT,), at)
             where = "the first page (cursor None)" if cursor is None else f"cursor {cursor!r}"
-            raise TransientError(f"injected transient failure at {where} (call {len(self.calls) - 1})")
+            raise TransientError(f"injected transient failure at {where} (call #{len(self.calls)}, counted from 1)")
         if place is not None:
             page, next_cursor, faults = self._serve(cursor, *place)
             self._record(cursor, "ok", faults, at, len(page), next_cursor)
