@@ -40,7 +40,7 @@ shows them in one ``st.warning`` (escaped: URL text is never Markdown).
 {'other': ['x']}
 >>> [(f.key, f.value, f.reason) for f in fixes]  # doctest: +NORMALIZE_WHITESPACE
 [('rate', 'nan', 'it is not a finite number'), ('seed', '1e309', 'it is not a finite number'),
- ('psize', '10000', 'it is outside 1..200')]
+ ('psize', '10000', 'it is outside 1 to 200')]
 """
 
 from __future__ import annotations
@@ -238,7 +238,8 @@ def _shown(value: str) -> str:
 
 
 def _fmt(value: float | int) -> str:
-    return str(value) if isinstance(value, int) else repr(float(value))
+    """A bound as a person reads it: digits grouped (``2,147,483,647``, ``10,000.0``)."""
+    return f"{value:,}" if isinstance(value, int) else f"{float(value):,}"
 
 
 def _scalar(p: Param, raw: str) -> tuple[str | None, str, str]:
@@ -263,7 +264,7 @@ def _scalar(p: Param, raw: str) -> tuple[str | None, str, str]:
     if p.kind == "int" and not _INT.fullmatch(raw.strip()):
         return None, "dropped", "it is not a whole number"
     if not p.lo <= value <= p.hi:
-        return None, "dropped", f"it is outside {_fmt(p.lo)}..{_fmt(p.hi)}"
+        return None, "dropped", f"it is outside {_fmt(p.lo)} to {_fmt(p.hi)}"
     return raw.strip(), "", ""
 
 
