@@ -24,6 +24,7 @@ import plotly.graph_objects as go
 
 from convmem import Calibration, Conversation, Replay, session_of, usage_comparison
 
+from .axes import integer_ticks
 from .figures_budget import _esc, minmax_indices
 
 __all__ = [
@@ -198,6 +199,7 @@ def usage_figure(frame: pd.DataFrame) -> go.Figure:
                              hovertemplate="turn %{x}<br>output %{y:,} tokens<extra></extra>"))
     fig.update_layout(barmode="stack", title="Reported usage per call beside convmem's count",
                       xaxis_title="call (turn)", yaxis_title="tokens",
+                      xaxis=integer_ticks(int(x.min()), int(x.max())),  # no half calls
                       legend={"orientation": "h", "y": -0.2}, margin={"t": 50, "b": 10})
     return fig
 

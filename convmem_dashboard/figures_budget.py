@@ -31,6 +31,7 @@ from plotly.subplots import make_subplots
 
 from convmem import DROP_REASONS, ROLES, DropReason, Compaction, Replay, ReplayStats, SweepRow
 
+from .axes import integer_ticks
 from .colors import LINE_COLORS, REASON_COLORS, ROLE_COLORS, SETTING_COLORS, role_color
 
 __all__ = [
@@ -492,7 +493,7 @@ def totals_figure(
         legend={"orientation": "h", "y": -0.2},
         margin={"t": 50, "b": 10},
         yaxis={"range": [0, ymax * (1.1 if thinned else 1.08) + 1], "rangemode": "tozero"},
-        xaxis={"range": [lo - 0.5, hi + 0.5]},
+        xaxis={"range": [lo - 0.5, hi + 0.5], **integer_ticks(lo, hi)},  # no half steps
     )
     return fig
 
@@ -695,7 +696,7 @@ def context_window_figure(
         hovermode="closest",
         legend={"orientation": "h", "y": -0.2},
         margin={"t": 50, "b": 10},
-        xaxis={"range": [lo - 0.5, hi + 0.5]},
+        xaxis={"range": [lo - 0.5, hi + 0.5], **integer_ticks(lo, hi)},  # no half steps
         yaxis={"range": [yhi + 0.5, min(ylo, -1) - 0.5]},  # message 0 at the top
     )
     return fig

@@ -84,6 +84,8 @@ def test_usage_frame_figure_and_cost(main):
     fig = usage_figure(f)
     assert [t.name for t in fig.data][:3] == ["cache reads (reported)", "cache writes (reported)",
                                               "input (reported)"]
+    # three calls: ticks on whole calls only (plotly's own put -0.5, 0.5, 1.5: the new user)
+    assert (fig.layout.xaxis.dtick, fig.layout.xaxis.tick0, fig.layout.xaxis.tickformat) == (1, 0, ",d")
     cost = reported_cost(main, Prices(3.0, 3.75, 0.30, 15.0))
     assert cost["cache reads"] == pytest.approx(1900 * 0.30e-6)
     assert cost["input"] == pytest.approx(18 * 3e-6)

@@ -633,3 +633,15 @@ def test_event_tokens_count_a_cleared_message_at_its_placeholder(settings):
     assert a.ev_tokens.tolist() == [c.dropped_tokens for c in r.compactions]
     assert int(a.ev_tokens.sum()) == r.stats.tokens_dropped
     assert a.tokens.tolist() == [m.tokens for m in msgs]  # the per-message sizes stay the originals
+
+
+def test_step_axes_tick_whole_steps_only():
+    """A one-message conversation's charts read -0.4 .. 0.4 on the step axis (the session 24 new
+    user): a short step axis now ticks every whole step; a long one keeps plotly's ticks, with
+    digits grouped."""
+    r = replay([Message("m0", "user", 5)], HistorySettings(100))
+    for fig in (fb.totals_figure(r), fb.context_window_figure(r)):
+        assert (fig.layout.xaxis.dtick, fig.layout.xaxis.tick0, fig.layout.xaxis.tickformat) == (1, 0, ",d")
+    r = replay([Message(f"m{i}", "user", 5) for i in range(1000)], HistorySettings(100))
+    xaxis = fb.totals_figure(r).layout.xaxis  # plotly's own ticks (they follow a zoom), digits grouped
+    assert (xaxis.dtick, xaxis.tickformat) == (None, ",")
