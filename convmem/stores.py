@@ -53,7 +53,16 @@ from contextlib import contextmanager, nullcontext
 from pathlib import Path
 from typing import Any
 
-import sqlalchemy as sa
+try:
+    import sqlalchemy as sa
+except ModuleNotFoundError as exc:  # the optional extra is not installed
+    if exc.name != "sqlalchemy":
+        raise
+    raise ModuleNotFoundError(
+        "convmem.stores needs SQLAlchemy, which is not installed: pip install 'convmem[sql]' "
+        "(from a clone: pip install '.[sql]'; PostgreSQL also needs psycopg, in the same extra)",
+        name="sqlalchemy",
+    ) from exc
 from sqlalchemy import exc as sa_exc
 from sqlalchemy.dialects import postgresql as sa_postgresql
 from sqlalchemy.dialects import sqlite as sa_sqlite

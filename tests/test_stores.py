@@ -623,3 +623,21 @@ def test_old_import_paths_still_resolve_with_a_deprecation_warning(module):
         assert getattr(mod, "PagedStore") is testing.PagedStore
     with pytest.raises(AttributeError, match="no attribute 'NoSuchThing'"):
         getattr(mod, "NoSuchThing")
+
+
+def test_without_sqlalchemy_the_import_error_says_which_extra_to_install():
+    """The new user imported convmem.stores without the [sql] extra and got a bare
+    ModuleNotFoundError; it now names the extra (still a ModuleNotFoundError for sqlalchemy)."""
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    code = (
+        "import sys; sys.modules['sqlalchemy'] = None\n"  # an import of it raises ModuleNotFoundError
+        "try:\n    import convmem.stores\n"
+        "except ModuleNotFoundError as e:\n    print(e.name, '|', e)\n"
+    )
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120,
+                          cwd=Path(__file__).resolve().parent.parent)
+    name, _, message = done.stdout.strip().partition(" | ")
+    assert name == "sqlalchemy" and "pip install 'convmem[sql]'" in message, done.stdout + done.stderr
