@@ -63,7 +63,9 @@ def _apply_preset() -> None:
 def pricing_controls() -> CachePricing | None:
     """The preset picker and its editable numbers; the pricing they mean, or None (with an error
     shown) when the numbers do not make one."""
-    cols = st.columns([2.2, 1.6, 1.6, 1.6, 1.8, 1.6])
+    # bottom-aligned: a label that wraps at a narrow width ("Min cacheable (tokens)") does not push
+    # its input below the row's others (the new user, session 24)
+    cols = st.columns([2.2, 1.6, 1.6, 1.6, 1.8, 1.6], vertical_alignment="bottom")
     key = cols[0].selectbox(
         "Provider preset", list(PROVIDERS), key="cp", bind=URL, on_change=_apply_preset,
         help="anthropic = " + PROVIDERS["anthropic"].provider + "; openai = " + PROVIDERS["openai"].provider
