@@ -47,6 +47,7 @@ The contract a store keeps so that appends during a load are neither skipped nor
 from __future__ import annotations
 
 import json
+import re
 import threading
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from contextlib import contextmanager, nullcontext
@@ -74,6 +75,7 @@ from .message import Message
 __all__ = [
     "ConversationInfo",
     "KeysetPager",
+    "CONNECT_TIMEOUT_S",
     "SQLStore",
     "TRANSIENT_SQLSTATES",
     "is_transient_db_error",
@@ -90,6 +92,17 @@ TRANSIENT_SQLSTATES: frozenset[str] = frozenset(
 #: SQLite result codes a retry can cure: SQLITE_BUSY (5) and SQLITE_LOCKED (6), with any extended
 #: code (the low byte is the primary code).
 _SQLITE_TRANSIENT = frozenset({5, 6})
+
+#: Seconds a PostgreSQL connection attempt may take before it fails (psycopg's ``connect_timeout``),
+#: unless the URL's query or ``engine_options["connect_args"]`` names its own. Without it a host that
+#: accepts the TCP connection and never answers (a firewall, a wedged server) hangs the caller.
+CONNECT_TIMEOUT_S = 10
+
+#: libpq connection keywords that hold a secret when given in the URL's query string
+#: (``postgresql://u@h/db?password=...``): shown as ``***`` like the URL's password.
+_SECRET_QUERY_KEYS = ("password", "sslpassword")
+#: The password of ``scheme://user:password@host`` in a URL that could not be parsed.
+_RAW_PASSWORD = re.compile(r"(://[^/@:]*:)[^/@]*@")
 
 _MESSAGES = "convmem_messages"
 _CONVERSATIONS = "convmem_conversations"
@@ -129,6 +142,23 @@ def is_transient_db_error(error: BaseException) -> bool:
         return sqlstate in TRANSIENT_SQLSTATES or sqlstate.startswith("08")
     module = type(orig).__module__ or ""
     return module.startswith("psycopg") and isinstance(error, sa_exc.OperationalError)
+
+
+def _json_ids(text: str | None, field: str) -> tuple[str, ...]:
+    """A JSON list of ids as stored in a text column (NULL or empty: no ids).
+
+    Raises:
+        ValueError: not a JSON list of strings (names the field and the stored text).
+    """
+    if not text:
+        return ()
+    try:
+        ids = json.loads(text)
+    except ValueError:
+        ids = None
+    if not isinstance(ids, list) or not all(isinstance(x, str) for x in ids):
+        raise ValueError(f"{field} must be a JSON list of strings, got {text[:200]!r}")
+    return tuple(ids)
 
 
 # -- the store -------------------------------------------------------------------------------------
@@ -175,9 +205,15 @@ class SQLStore:
         engine_options: extra keyword arguments for :func:`sqlalchemy.create_engine` (e.g.
             ``{"connect_args": {"application_name": "agent"}}``, ``{"pool_size": 10}``).
 
+    A PostgreSQL connection attempt fails after :data:`CONNECT_TIMEOUT_S` seconds (TransientError)
+    unless the URL (``?connect_timeout=``) or ``engine_options["connect_args"]`` sets its own.
+    Errors and ``repr`` show the URL with its password (and ``?password=`` / ``?sslpassword=``)
+    as ``***``.
+
     Raises:
-        TypeError / ValueError: a bad url (names it; only sqlite and postgresql+psycopg),
-            a bad page_size.
+        TypeError / ValueError: a bad url (names it; only sqlite and postgresql+psycopg), a
+            SQLite file that cannot be opened (a missing folder, a folder, not a database: names
+            the file), a bad page_size.
         TransientError: the database could not be reached to create the tables.
     """
 
@@ -208,6 +244,8 @@ class SQLStore:
             options["poolclass"] = StaticPool
             options["connect_args"] = {"check_same_thread": False}
         options.update(engine_options or {})
+        if backend == "postgresql":
+            options["connect_args"] = self._with_connect_timeout(parsed, options)
         try:
             self._engine: Engine = sa.create_engine(parsed, **options)
         except (sa_exc.ArgumentError, TypeError) as error:
@@ -220,8 +258,17 @@ class SQLStore:
         self._lock: Any = threading.RLock() if self._memory else nullcontext()
         self._closed = False
         self._define_tables()
-        with self._errors("create the tables"), self._lock:
-            self._metadata.create_all(self._engine, checkfirst=True)
+        try:
+            with self._errors("create the tables"), self._lock:
+                self._metadata.create_all(self._engine, checkfirst=True)
+        except sa_exc.DBAPIError as error:
+            self._engine.dispose()
+            if backend != "sqlite":
+                raise
+            raise ValueError(  # sqlite3 names no file: "unable to open database file"
+                f"SQLStore: cannot open the SQLite file {parsed.database!r} "
+                f"({type(error.orig).__name__}: {error.orig})"
+            ) from error
 
     # -- construction helpers ----------------------------------------------------------------
 
@@ -240,8 +287,9 @@ class SQLStore:
                 )
             try:
                 parsed = make_url(url)
-            except sa_exc.ArgumentError as error:
-                raise ValueError(f"SQLStore: cannot parse the url {url!r}: {error}") from None
+            except (sa_exc.ArgumentError, ValueError) as error:  # ValueError: a port not a number
+                shown = _RAW_PASSWORD.sub(r"\1***@", url)
+                raise ValueError(f"SQLStore: cannot parse the url {shown!r}: {error}") from None
         else:
             raise TypeError(f"SQLStore: url must be a str, URL or Path, got {url!r}")
         backend, driver = parsed.get_backend_name(), parsed.get_driver_name()
@@ -272,7 +320,20 @@ class SQLStore:
 
     @staticmethod
     def _safe_url(url: URL) -> str:
-        return url.render_as_string(hide_password=True)
+        """The URL as errors and repr show it: its password and secret query values as ``***``."""
+        secrets = {key: "***" for key in _SECRET_QUERY_KEYS if key in url.query}
+        if secrets:
+            url = url.update_query_dict(secrets)
+        return url.render_as_string(hide_password=True).replace("%2A%2A%2A", "***")
+
+    @staticmethod
+    def _with_connect_timeout(url: URL, options: Mapping[str, Any]) -> dict[str, Any]:
+        """``options["connect_args"]`` plus ``connect_timeout`` = :data:`CONNECT_TIMEOUT_S`,
+        unless the URL's query or the caller's connect_args already set one."""
+        connect_args = dict(options.get("connect_args") or {})
+        if "connect_timeout" not in url.query:
+            connect_args.setdefault("connect_timeout", CONNECT_TIMEOUT_S)
+        return connect_args
 
     def _define_tables(self) -> None:
         md = sa.MetaData()
@@ -363,7 +424,7 @@ class SQLStore:
                 role,
                 tokens,
                 content,
-                tuple(json.loads(tool_call_ids)) if tool_call_ids else (),
+                _json_ids(tool_call_ids, "tool_call_ids"),
                 tool_call_id,
             )
         except (TypeError, ValueError) as error:
@@ -474,7 +535,7 @@ class SQLStore:
             ConversationInfo(
                 cid,
                 user_id,
-                tuple(json.loads(listing_ids)) if listing_ids else (),
+                _json_ids(listing_ids, f"SQLStore: listing_ids of conversation {cid!r}"),
                 n or 0,
                 _encode("m", last_seq, cid),
             )
