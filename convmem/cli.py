@@ -185,6 +185,7 @@ def _load(path: str, args: argparse.Namespace) -> _Loaded:
                 "--messages-path needs a convmem whose load_conversations takes messages_path "
                 "(this one does not)"
             )
+        _check_messages_path(args.messages_path)
         kwargs["messages_path"] = args.messages_path
     if args.listing_pattern is not None:
         if "listing_extractor" not in params:
@@ -194,7 +195,11 @@ def _load(path: str, args: argparse.Namespace) -> _Loaded:
             re.compile(args.listing_pattern)
         except re.error as exc:
             raise _UsageError(f"--listing-pattern {args.listing_pattern!r}: {exc}") from None
-        kwargs["listing_extractor"] = convmem.make_listing_extractor(pattern=args.listing_pattern)
+        try:
+            extractor = convmem.make_listing_extractor(pattern=args.listing_pattern)
+        except ValueError as exc:  # more than one capturing group
+            raise _UsageError(f"--listing-pattern: {exc}") from None
+        kwargs["listing_extractor"] = extractor
     with _loading(path, args):
         result = load_conversations(path, **kwargs)
     conversations = list(getattr(result, "conversations", result))
@@ -204,6 +209,21 @@ def _load(path: str, args: argparse.Namespace) -> _Loaded:
         found = list(dict.fromkeys(c.source_format for c in conversations if c.source_format))
         fmt = "+".join(found) if found else None
     return _Loaded(conversations, skipped, fmt)
+
+
+def _check_messages_path(expression: str) -> None:
+    """A usage error naming ``--messages-path`` when it is not a JMESPath expression (it was an
+    internal error: the loader's ValueError); O(len(expression))."""
+    import jmespath
+    from jmespath.exceptions import JMESPathError
+
+    try:
+        jmespath.compile(expression)
+    except JMESPathError as exc:
+        raise _UsageError(f"--messages-path {expression!r}: {exc}") from None
+    except RecursionError:
+        raise _UsageError(f"--messages-path {expression!r:.200}: nested too deeply to parse"
+                          ) from None
 
 
 #: ``convert --to`` names kept working across library versions: today's writer is OpenAI chat
@@ -595,8 +615,13 @@ def _cmd_convert(args: argparse.Namespace) -> int:
 
 def _write_atomic(path: str, text: str) -> None:
     """Write ``text`` to ``path`` through a temporary file in the same folder, so a failed or
-    interrupted write never leaves half a file."""
-    target = Path(path)
+    interrupted write never leaves half a file. A symlink's target is what gets replaced (the
+    link stays). A path that is not a regular file (``/dev/stdout``, a FIFO, a device) is written
+    in place: replacing it would put a regular file where the device was."""
+    target = Path(os.path.realpath(path))
+    if target.exists() and not target.is_file():
+        _write_in_place(path, text)
+        return
     try:
         fd, tmp = tempfile.mkstemp(dir=target.parent if str(target.parent) else ".",
                                    prefix=f".{target.name}.", suffix=".tmp")
@@ -605,6 +630,7 @@ def _write_atomic(path: str, text: str) -> None:
     try:
         with os.fdopen(fd, "w", encoding="utf-8", newline="") as f:
             f.write(text)
+        os.chmod(tmp, _output_mode(target))
         os.replace(tmp, target)
     except BaseException as exc:
         try:
@@ -614,6 +640,27 @@ def _write_atomic(path: str, text: str) -> None:
         if isinstance(exc, OSError):
             raise _InputError(f"cannot write {path!r}: {exc.strerror or exc}") from exc
         raise
+
+
+def _output_mode(target: Path) -> int:
+    """The permission bits the written file gets: those of the file it replaces, else what
+    ``open()`` would give (0o666 less the umask); mkstemp's own 0o600 hid the output from others."""
+    try:
+        return target.stat().st_mode & 0o7777
+    except FileNotFoundError:
+        umask = os.umask(0)
+        os.umask(umask)
+        return 0o666 & ~umask
+
+
+def _write_in_place(path: str, text: str) -> None:
+    """Write ``text`` straight to ``path`` (not a regular file); a failed write (a full device,
+    a FIFO with no reader left) is an input error naming the path."""
+    try:
+        with open(path, "w", encoding="utf-8", newline="") as f:
+            f.write(text)
+    except OSError as exc:
+        raise _InputError(f"cannot write {path!r}: {exc.strerror or exc}") from exc
 
 
 # ------------------------------------------------------------------------------------------------
