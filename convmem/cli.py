@@ -124,6 +124,9 @@ PROGRESS_MIN_BYTES = 2_000_000
 
 #: ``simulate``'s text output lists this many calls by default (``--calls``; ``--json``: all).
 SIMULATE_CALL_ROWS = 20
+#: Largest ``simulate --messages``: the synthetic conversation is built in memory first, and
+#: 10**8 messages ran for minutes toward an out-of-memory kill instead of an error.
+SIMULATE_MAX_MESSAGES = 1_000_000
 
 #: Human output lists at most this many conversations in ``inspect`` (``--json`` lists all).
 INSPECT_ROWS = 20
@@ -946,6 +949,9 @@ def _simulate_messages(args: argparse.Namespace) -> tuple[str | None, str, list[
     if args.file is None:
         if args.conversation is not None:
             raise _UsageError("--conversation needs a FILE")
+        if args.messages > SIMULATE_MAX_MESSAGES:
+            raise _UsageError(f"--messages {args.messages:,}: at most {SIMULATE_MAX_MESSAGES:,} "
+                              f"(the synthetic conversation is built in memory)")
         conv = generate_conversation(args.messages, seed=args.seed)
         return None, conv.id, list(conv.messages)
     loaded = _load(args.file, args)
@@ -1235,7 +1241,8 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--conversation", metavar="ID",
                    help="which conversation of FILE (default: the first)")
     p.add_argument("--messages", type=_non_negative, default=200, metavar="N",
-                   help="messages of the synthetic conversation (default: 200)")
+                   help="messages of the synthetic conversation (default: 200; at most "
+                        f"{SIMULATE_MAX_MESSAGES:,})")
     p.add_argument("--page-size", type=_positive, default=10, metavar="N",
                    help="messages per page (default: 10)")
     p.add_argument("--seed", type=_int, default=0, metavar="S",

@@ -131,3 +131,16 @@ def test_a_listing_pattern_never_yields_an_empty_id():
     assert make_listing_extractor(pattern=r"\d*")("a 12 b 345") == ["12", "345"]
     assert make_listing_extractor(pattern=r"item-(\d*)")("item- item-42") == ["42"]
     assert make_listing_extractor(["42"], pattern=r"item-(\d*)")("item- item-42 item-7") == ["42"]
+
+
+def test_simulate_refuses_a_synthetic_conversation_over_its_cap(capsys):
+    from convmem.cli import SIMULATE_MAX_MESSAGES
+
+    code, out, err = run(capsys, "simulate", "--messages", 100_000_000)
+    assert (code, out) == (EXIT_USAGE, "")
+    assert one_error_line(err) == (
+        "python -m convmem simulate: error: --messages 100,000,000: at most "
+        f"{SIMULATE_MAX_MESSAGES:,} (the synthetic conversation is built in memory) "
+        "(see 'python -m convmem simulate --help')\n"
+    )
+    assert run(capsys, "simulate", "--messages", 3)[0] == EXIT_OK
