@@ -19,7 +19,7 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any, Protocol
 
-from .message import Message
+from .message import Message, check_text
 
 __all__ = ["ConversationInfo", "KeysetPager", "KeysetSource", "MAX_SEQ", "new_pager"]
 
@@ -124,7 +124,7 @@ def _check_id(owner: str, name: str, value: Any) -> str:
         raise TypeError(f"{owner}: {name} must be a str, got {value!r}")
     if not value:
         raise ValueError(f"{owner}: {name} must be a non-empty str, got ''")
-    return value
+    return check_text(f"{owner}: {name}", value)  # a lone surrogate: no database can store it
 
 
 def _message_rows(owner: str, messages: Any) -> list[Message]:

@@ -76,6 +76,7 @@ __all__ = [
     "ConversationInfo",
     "KeysetPager",
     "CONNECT_TIMEOUT_S",
+    "POSTGRES_MAX_ID_BYTES",
     "SQLStore",
     "TRANSIENT_SQLSTATES",
     "is_transient_db_error",
@@ -103,6 +104,11 @@ CONNECT_TIMEOUT_S = 10
 _SECRET_QUERY_KEYS = ("password", "sslpassword")
 #: The password of ``scheme://user:password@host`` in a URL that could not be parsed.
 _RAW_PASSWORD = re.compile(r"(://[^/@:]*:)[^/@]*@")
+
+#: PostgreSQL: the longest conversation or message id, in UTF-8 bytes. The unique index on
+#: ``(conversation_id, message_id)`` keeps both in one btree entry of at most 2704 bytes; a longer
+#: (incompressible) id failed there with a bare ProgramLimitExceeded.
+POSTGRES_MAX_ID_BYTES = 1024
 
 _MESSAGES = "convmem_messages"
 _CONVERSATIONS = "convmem_conversations"
@@ -142,6 +148,38 @@ def is_transient_db_error(error: BaseException) -> bool:
         return sqlstate in TRANSIENT_SQLSTATES or sqlstate.startswith("08")
     module = type(orig).__module__ or ""
     return module.startswith("psycopg") and isinstance(error, sa_exc.OperationalError)
+
+
+def _check_postgres_text(
+    owner: str, cid: str, user_id: str | None, batch: Sequence[Message],
+    listing_ids: Sequence[str] | None,
+) -> None:
+    """What PostgreSQL refuses, named before it is sent: a NUL character (``text`` cannot hold
+    U+0000; SQLite can) in any field, an id over :data:`POSTGRES_MAX_ID_BYTES`. O(total text),
+    C-level scans.
+
+    Raises:
+        ValueError: names the field (``messages[i].content`` ...) and where.
+    """
+    fields: list[tuple[str, str | None]] = [("conversation_id", cid), ("user_id", user_id)]
+    fields += [(f"listing_ids[{k}]", x) for k, x in enumerate(listing_ids or ())]
+    for i, m in enumerate(batch):
+        fields += [(f"messages[{i}].id", m.id), (f"messages[{i}].content", m.content),
+                   (f"messages[{i}].tool_call_id", m.tool_call_id)]
+        fields += [(f"messages[{i}].tool_call_ids[{k}]", x) for k, x in enumerate(m.tool_call_ids)]
+    for field, text in fields:
+        if text and "\x00" in text:
+            raise ValueError(
+                f"{owner}: {field} holds a NUL character (U+0000) at index {text.index(chr(0)):,}, "
+                f"which PostgreSQL text cannot store"
+            )
+    for field, text in fields[:1] + [(f, t) for f, t in fields if f.endswith("].id")]:
+        size = len(text.encode()) if text and len(text) > POSTGRES_MAX_ID_BYTES // 4 else 0
+        if size > POSTGRES_MAX_ID_BYTES:
+            raise ValueError(
+                f"{owner}: {field} is {size:,} bytes in UTF-8; PostgreSQL indexes ids of at most "
+                f"{POSTGRES_MAX_ID_BYTES:,} bytes (POSTGRES_MAX_ID_BYTES), got {text[:40]!r}..."
+            )
 
 
 def _json_ids(text: str | None, field: str) -> tuple[str, ...]:
@@ -590,6 +628,8 @@ class SQLStore:
         user_id: str | None,
         listing_ids: Sequence[str] | None,
     ) -> int:
+        if self.dialect == "postgresql":
+            _check_postgres_text(owner, cid, user_id, batch, listing_ids)
         conn.execute(
             self._new_conversation,
             {

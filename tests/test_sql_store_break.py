@@ -154,7 +154,7 @@ def test_corrupt_json_columns_are_named(tmp_path):
     store.close()
 
 
-ODD_IDS = ["é", "10", "9", "1" * 5000, "x\u200b", "😀", "ＡＢ", "a b", "Z", "z", "0x1F", "-1"]
+ODD_IDS = ["é", "10", "9", "1" * 1000, "x\u200b", "😀", "ＡＢ", "a b", "Z", "z", "0x1F", "-1"]
 
 
 def test_ids_that_sort_oddly_keep_their_order_and_their_bytes(make_store):
@@ -186,3 +186,58 @@ def test_rows_deleted_mid_walk_are_skipped_and_nothing_repeats(make_store, newes
     # seq = index + 1; deleted: seq 1 and 8 (one of them already served), 4 and 5 (never served)
     expected = ["m7", "m6", "m5", "m2", "m1"] if newest_first else ["m0", "m1", "m2", "m5", "m6"]
     assert [m.id for m in served] == expected
+
+
+def test_a_conversation_id_with_a_lone_surrogate_is_named_on_every_backend(make_store):
+    store = make_store()
+    with pytest.raises(ValueError) as caught:
+        store.append("c\ud800", [Message("m", "user", 1)])
+    assert "conversation_id holds a lone UTF-16 surrogate U+D800 at index 1" in str(caught.value)
+    assert store.conversation_ids() == []
+
+
+def long_id(n, seed=1):
+    """n letters that do not compress (PostgreSQL indexes a compressed value when it can)."""
+    import random
+    import string
+
+    rng = random.Random(seed)
+    return "".join(rng.choice(string.ascii_letters) for _ in range(n))
+
+
+@pytest.mark.parametrize(
+    "cid,message,user_id,named",
+    [
+        ("c\x00", Message("m", "user", 1), None,
+         "conversation_id holds a NUL character (U+0000) at index 1"),
+        ("c", Message("m", "user", 1, content="ab\x00"), None,
+         "messages[0].content holds a NUL character (U+0000) at index 2"),
+        ("c", Message("m", "assistant", 1, tool_call_ids=("x\x00",)), None,
+         "messages[0].tool_call_ids[0] holds a NUL character"),
+        ("c", Message("m", "user", 1), "u\x00", "user_id holds a NUL character"),
+        (long_id(3000), Message("m", "user", 1), None,
+         "conversation_id is 3,000 bytes in UTF-8; PostgreSQL indexes ids of at most 1,024 bytes"),
+        ("c", Message(long_id(1025), "user", 1), None, "messages[0].id is 1,025 bytes in UTF-8"),
+    ],
+)
+def test_what_postgresql_cannot_store_is_named_and_nothing_is_written(
+    clean_postgres, cid, message, user_id, named
+):
+    with SQLStore(clean_postgres) as store:
+        with pytest.raises(ValueError, match=r"^SQLStore\.append: ") as caught:
+            store.append(cid, [message], user_id=user_id)
+        assert named in str(caught.value)
+        assert store.conversation_ids() == []
+        longest = Message(long_id(1024, seed=2), "user", 1)  # at the limit: stored
+        store.append(long_id(1024, seed=3), [longest])
+        assert load_history(store.pager(long_id(1024, seed=3))) == [longest]
+
+
+def test_from_conversations_checks_what_postgresql_cannot_store(clean_postgres):
+    from convmem import parse_conversations
+
+    (conv,) = parse_conversations(
+        '[{"role": "user", "content": "nul \\u0000 here"}]', format="openai-chat"
+    ).conversations
+    with pytest.raises(ValueError, match=r"messages\[0\]\.content holds a NUL character"):
+        SQLStore.from_conversations(clean_postgres, [conv])
