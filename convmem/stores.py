@@ -150,6 +150,15 @@ def is_transient_db_error(error: BaseException) -> bool:
     return module.startswith("psycopg") and isinstance(error, sa_exc.OperationalError)
 
 
+def _check_no_nul(owner: str, field: str, text: Any) -> None:
+    """ValueError naming ``field`` when ``text`` (a str; anything else passes) holds U+0000."""
+    if isinstance(text, str) and "\x00" in text:
+        raise ValueError(
+            f"{owner}: {field} holds a NUL character (U+0000) at index {text.index(chr(0)):,}, "
+            f"which PostgreSQL text cannot store"
+        )
+
+
 def _check_postgres_text(
     owner: str, cid: str, user_id: str | None, batch: Sequence[Message],
     listing_ids: Sequence[str] | None,
@@ -168,11 +177,7 @@ def _check_postgres_text(
                    (f"messages[{i}].tool_call_id", m.tool_call_id)]
         fields += [(f"messages[{i}].tool_call_ids[{k}]", x) for k, x in enumerate(m.tool_call_ids)]
     for field, text in fields:
-        if text and "\x00" in text:
-            raise ValueError(
-                f"{owner}: {field} holds a NUL character (U+0000) at index {text.index(chr(0)):,}, "
-                f"which PostgreSQL text cannot store"
-            )
+        _check_no_nul(owner, field, text)
     for field, text in fields[:1] + [(f, t) for f, t in fields if f.endswith("].id")]:
         size = len(text.encode()) if text and len(text) > POSTGRES_MAX_ID_BYTES // 4 else 0
         if size > POSTGRES_MAX_ID_BYTES:
@@ -440,6 +445,12 @@ class SQLStore:
                 ) from error
             raise
 
+    def _check_key(self, owner: str, name: str, value: Any) -> None:
+        """PostgreSQL: a ValueError for an id holding NUL (no row can hold one; the driver raised
+        a bare DataError). Other databases store NUL: nothing to check."""
+        if self.dialect == "postgresql":
+            _check_no_nul(owner, name, value)
+
     def _check_open(self, owner: str) -> None:
         if self._closed:
             raise ValueError(f"{owner}: the store is closed")
@@ -499,6 +510,7 @@ class SQLStore:
                 conversation's), a bad page_size, a closed store.
         """
         self._check_open("SQLStore.pager")
+        self._check_key("SQLStore.pager", "conversation_id", conversation_id)
         return new_pager(
             self, "SQLStore.pager", conversation_id, newest_first, after, high_water,
             self.page_size if page_size is None else page_size,
@@ -515,6 +527,7 @@ class SQLStore:
         """
         self._check_open("SQLStore.high_water_mark")
         cid = _check_id("SQLStore.high_water_mark", "conversation_id", conversation_id)
+        self._check_key("SQLStore.high_water_mark", "conversation_id", cid)
         with self._errors(f"read the high-water mark of {cid!r}"), self._lock:
             with self._reader.connect() as conn:
                 last = conn.execute(self._last_seq, {"cid": cid}).scalar()
@@ -529,6 +542,8 @@ class SQLStore:
         self._check_open("SQLStore.cursor_after")
         cid = _check_id("SQLStore.cursor_after", "conversation_id", conversation_id)
         mid = _check_id("SQLStore.cursor_after", "message_id", message_id)
+        self._check_key("SQLStore.cursor_after", "conversation_id", cid)
+        self._check_key("SQLStore.cursor_after", "message_id", mid)
         m = self._messages
         query = sa.select(m.c.seq).where((m.c.conversation_id == cid) & (m.c.message_id == mid))
         with self._errors(f"find message {mid!r} of {cid!r}"), self._lock:

@@ -241,3 +241,26 @@ def test_from_conversations_checks_what_postgresql_cannot_store(clean_postgres):
     ).conversations
     with pytest.raises(ValueError, match=r"messages\[0\]\.content holds a NUL character"):
         SQLStore.from_conversations(clean_postgres, [conv])
+
+
+def test_reading_an_id_postgresql_cannot_hold_is_named(clean_postgres):
+    with SQLStore(clean_postgres) as store:
+        for call, owner, field in [
+            (lambda: store.pager("c\x00"), "pager", "conversation_id"),
+            (lambda: store.high_water_mark("c\x00"), "high_water_mark", "conversation_id"),
+            (lambda: store.cursor_after("c", "m\x00"), "cursor_after", "message_id"),
+        ]:
+            with pytest.raises(ValueError) as caught:
+                call()
+            assert str(caught.value) == (
+                f"SQLStore.{owner}: {field} holds a NUL character (U+0000) at index 1, which "
+                f"PostgreSQL text cannot store"
+            )
+
+
+def test_sqlite_still_stores_and_reads_nul(tmp_path):
+    with SQLStore(tmp_path / "a.sqlite") as store:
+        message = Message("m\x00", "user", 1, content="a\x00b")
+        store.append("c\x00", [message])
+        assert load_history(store.pager("c\x00")) == [message]
+        assert store.cursor_after("c\x00", "m\x00") == store.high_water_mark("c\x00")
