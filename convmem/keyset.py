@@ -25,6 +25,8 @@ __all__ = ["ConversationInfo", "KeysetPager", "KeysetSource", "MAX_SEQ", "new_pa
 
 #: The largest sequence number (PostgreSQL BIGINT); an unbounded walk uses it as its upper bound.
 MAX_SEQ = 2**63 - 1
+#: Digits of MAX_SEQ: a longer run of digits is no cursor (checked before int() reads it).
+_MAX_SEQ_DIGITS = len(str(MAX_SEQ))
 
 
 class KeysetSource(Protocol):
@@ -79,10 +81,12 @@ def _decode(owner: str, name: str, value: Any, kinds: str, conversation_id: str)
         kind in expected
         and dot
         and seq_text.isdigit()
+        and len(seq_text) <= _MAX_SEQ_DIGITS  # int() of 4,301+ digits raised a bare ValueError
         and len(tag) == 8
         and _encode(kind, int(seq_text), tag, tagged=True) == value
     ):
-        raise ValueError(f"{owner}: {name} {value!r} is not a cursor this store issued")
+        shown = repr(value) if len(value) <= 100 else f"{value[:100]!r}... ({len(value):,} chars)"
+        raise ValueError(f"{owner}: {name} {shown} is not a cursor this store issued")
     if kind not in kinds:
         raise ValueError(f"{owner}: {name} {value!r} is {expected[kind]}, not {what}")
     if tag != _conversation_tag(conversation_id):

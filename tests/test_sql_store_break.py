@@ -264,3 +264,19 @@ def test_sqlite_still_stores_and_reads_nul(tmp_path):
         store.append("c\x00", [message])
         assert load_history(store.pager("c\x00")) == [message]
         assert store.cursor_after("c\x00", "m\x00") == store.high_water_mark("c\x00")
+
+
+@pytest.mark.parametrize("digits", ["1" * 5000, "0" * 5000, "9" * 19])
+def test_a_cursor_with_a_huge_sequence_number_is_named(digits):
+    import base64
+
+    from convmem.keyset import _conversation_tag
+
+    raw = f"a{digits}.{_conversation_tag('c')}".encode()
+    cursor = base64.urlsafe_b64encode(raw).rstrip(b"=").decode()
+    with SQLStore("sqlite://") as store:
+        with pytest.raises(ValueError) as caught:
+            store.pager("c")(cursor)
+    shown = repr(cursor) if len(cursor) <= 100 else f"{cursor[:100]!r}... ({len(cursor):,} chars)"
+    reason = "is out of range" if len(digits) == 19 else "is not a cursor this store issued"
+    assert str(caught.value) == f"KeysetPager: cursor {shown} {reason}"
