@@ -708,7 +708,9 @@ class SQLStore:
 
         Raises:
             TypeError: an item is not a :class:`convmem.Conversation`.
-            ValueError: a conversation id already in the database, or repeated (nothing written).
+            ValueError: a conversation id already in the database, or repeated; a message id
+                repeated within a conversation; an id holding a lone surrogate; on PostgreSQL,
+                what :meth:`append` refuses there (nothing written).
             TransientError: as for :meth:`append`.
         """
         from .conversations import Conversation
@@ -732,6 +734,12 @@ class SQLStore:
                     f"{conv.id!r}"
                 )
             seen.add(conv.id)
+            # what append checks: ids an encoder can write, message ids unique in a conversation
+            owner = f"SQLStore.from_conversations: conversations[{position}]"
+            _check_id(owner, "id", conv.id)
+            if conv.user_id is not None:
+                _check_id(owner, "user_id", conv.user_id)
+            _message_rows(owner, conv.messages)
         store = cls(url, page_size=page_size, engine_options=engine_options)
         try:
             existing = set(store.conversation_ids()) & seen

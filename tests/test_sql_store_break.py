@@ -280,3 +280,25 @@ def test_a_cursor_with_a_huge_sequence_number_is_named(digits):
     shown = repr(cursor) if len(cursor) <= 100 else f"{cursor[:100]!r}... ({len(cursor):,} chars)"
     reason = "is out of range" if len(digits) == 19 else "is not a cursor this store issued"
     assert str(caught.value) == f"KeysetPager: cursor {shown} {reason}"
+
+
+@pytest.mark.parametrize(
+    "conversation,message",
+    [
+        (("c1", None, (Message("x", "user", 1), Message("x", "user", 2))),
+         "conversations[1]: messages[1] repeats the id 'x'"),
+        (("c\ud800", None, (Message("x", "user", 1),)),
+         "conversations[1]: id holds a lone UTF-16 surrogate U+D800 at index 1"),
+        (("c1", "u\ud800", (Message("x", "user", 1),)),
+         "conversations[1]: user_id holds a lone UTF-16 surrogate U+D800 at index 1"),
+    ],
+)
+def test_from_conversations_checks_ids_as_append_does(tmp_path, conversation, message):
+    from convmem import Conversation
+
+    path = tmp_path / "a.sqlite"
+    good = Conversation("c0", None, (Message("m", "user", 1),))
+    with pytest.raises(ValueError) as caught:
+        SQLStore.from_conversations(path, [good, Conversation(*conversation)])
+    assert str(caught.value).startswith(f"SQLStore.from_conversations: {message}")
+    assert not path.exists()  # checked before the database is opened: nothing written
