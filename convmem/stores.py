@@ -103,7 +103,7 @@ CONNECT_TIMEOUT_S = 10
 #: (``postgresql://u@h/db?password=...``): shown as ``***`` like the URL's password.
 _SECRET_QUERY_KEYS = ("password", "sslpassword")
 #: The password of ``scheme://user:password@host`` in a URL that could not be parsed.
-_RAW_PASSWORD = re.compile(r"(://[^/@:]*:)[^/@]*@")
+_RAW_PASSWORD = re.compile(r"(://[^/@:]*:)[^/]*@")  # up to the last @ of the authority
 
 #: PostgreSQL: the longest conversation or message id, in UTF-8 bytes. The unique index on
 #: ``(conversation_id, message_id)`` keeps both in one btree entry of at most 2704 bytes; a longer

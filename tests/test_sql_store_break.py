@@ -108,6 +108,7 @@ def test_repr_hides_a_password_in_the_query(clean_postgres):  # trust auth: the 
     [
         (f"postgresql://agent:{SECRET}@db.internal:notaport/memory", "'notaport'"),
         (f"post gres://agent:{SECRET}@db.internal/memory", "Could not parse"),
+        (f"postgresql://agent:{SECRET[:3]}@{SECRET[3:]}@db.internal:1x/memory", "'1x'"),
     ],
 )
 def test_a_url_that_does_not_parse_is_named_without_its_password(url, reason):
