@@ -48,3 +48,24 @@ def test_chunked_counts_equal_the_whole_text_count(counter, t):
     small = copy.copy(counter)
     small.chunk_chars = 16
     assert small.count_text(t) == len(counter.encoding.encode_ordinary(t))
+
+
+def test_tool_calls_that_are_not_a_list_or_not_json_are_named():
+    counter = make_counter()
+    circular = {}
+    circular["a"] = circular
+    for calls, message in [
+        ("read", "tool_calls must be a list of tool calls, got 'read'"),
+        ({"function": {"name": "f", "arguments": "{}"}},
+         "tool_calls must be a list of tool calls, got {'function': "),
+        ([("f", {1, 2})], "tool call 'f' arguments must be a str or JSON-serializable, got {1, 2} "
+                          "(Object of type set is not JSON serializable)"),
+        ([("f", b"x")], "tool call 'f' arguments must be a str or JSON-serializable, got b'x'"),
+        ([("f", circular)], "(Circular reference detected)"),
+    ]:
+        with pytest.raises(TypeError) as caught:
+            counter.count_message("assistant", None, calls)
+        assert message in str(caught.value)
+    assert counter.count_message("assistant", None, [("f", {"a": 1})]) == counter.count_message(
+        "assistant", None, [("f", '{"a":1}')]
+    )
