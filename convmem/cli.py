@@ -124,6 +124,8 @@ PROGRESS_MIN_BYTES = 2_000_000
 
 #: ``simulate``'s text output lists this many calls by default (``--calls``; ``--json``: all).
 SIMULATE_CALL_ROWS = 20
+#: What FILE ``-`` reads: standard input through its device file.
+STDIN_PATH = "/dev/stdin"
 #: Largest ``simulate --messages``: the synthetic conversation is built in memory first, and
 #: 10**8 messages ran for minutes toward an out-of-memory kill instead of an error.
 SIMULATE_MAX_MESSAGES = 1_000_000
@@ -166,13 +168,16 @@ def _input_formats() -> list[str]:
 
 
 def _load(path: str, args: argparse.Namespace) -> _Loaded:
-    """Load ``path`` with the command line's loader options; works with both library versions.
+    """Load ``path`` (``-``: standard input) with the command line's loader options; works with
+    both library versions.
 
     ``load_conversations`` returns a list today (and raises FormatError for any fault) and will
     return a ``LoadResult`` (``.conversations``, ``.skipped``, ``.format``). ``--strict``,
     ``--messages-path`` and ``--listing-pattern`` are passed only when the function takes them;
     ``--strict`` on a loader without it is today's behaviour anyway.
     """
+    if path == "-" and os.path.exists(STDIN_PATH):
+        path = STDIN_PATH  # a pipe is read like a file, up to the same size cap
     params = _inspect.signature(load_conversations).parameters
     kwargs: dict[str, Any] = {}
     formats = _input_formats()
@@ -1156,13 +1161,13 @@ def build_parser() -> argparse.ArgumentParser:
                     "what a file holds: format, conversations, messages, tokens, skips",
                     "Load FILE and say what it holds: format, conversations, messages, tokens, "
                     "roles, tool calls, listings, and each conversation skipped with its reason.")
-    p.add_argument("file", metavar="FILE", help="a conversation file")
+    p.add_argument("file", metavar="FILE", help="a conversation file ('-': standard input)")
     p.set_defaults(run=_cmd_inspect)
 
     p = _subcommand(sub, "convert", "write a file's conversations in another format",
                     "Load FILE and write its conversations in another format, to stdout or to "
                     "OUT (written whole or not at all).")
-    p.add_argument("file", metavar="FILE", help="a conversation file")
+    p.add_argument("file", metavar="FILE", help="a conversation file ('-': standard input)")
     p.add_argument("--to", required=True, metavar="FORMAT",
                    help=f"the output format; one of {', '.join(_output_formats())}")
     p.add_argument("-o", "--output", metavar="OUT", help="write here instead of stdout")
@@ -1173,7 +1178,7 @@ def build_parser() -> argparse.ArgumentParser:
                     "Add one conversation's messages to a History(limit) one by one; show after "
                     "each add what was dropped and why, the total and how many messages are "
                     "kept.")
-    p.add_argument("file", metavar="FILE", help="a conversation file")
+    p.add_argument("file", metavar="FILE", help="a conversation file ('-': standard input)")
     p.add_argument("--limit", required=True, type=_non_negative, metavar="N",
                    help="the token limit (tokens, >= 0)")
     p.add_argument("--conversation", metavar="ID",
@@ -1201,7 +1206,7 @@ def build_parser() -> argparse.ArgumentParser:
                     "never drops the protected message class (the newest user turn, the system "
                     "prompts, or one message id), computed in one pass (convmem.smallest_safe_limit), "
                     "with the add step and message that decide it.")
-    p.add_argument("file", metavar="FILE", help="a conversation file")
+    p.add_argument("file", metavar="FILE", help="a conversation file ('-': standard input)")
     p.add_argument("--conversation", metavar="ID",
                    help="which conversation (default: the first in the file)")
     p.add_argument("--protect", default="latest_user", metavar="WHAT",
@@ -1224,7 +1229,7 @@ def build_parser() -> argparse.ArgumentParser:
                     "Group FILE's conversations by shopper (user id), oldest first, and drop the "
                     "oldest whole conversations while they mention more than N distinct listing "
                     "ids.")
-    p.add_argument("file", metavar="FILE", help="a conversation file")
+    p.add_argument("file", metavar="FILE", help="a conversation file ('-': standard input)")
     p.add_argument("--max-listings", required=True, type=_non_negative, metavar="N",
                    help="the most distinct listing ids kept per shopper (>= 0)")
     p.add_argument("--user", metavar="ID", help="only this shopper (default: every shopper)")
@@ -1237,7 +1242,8 @@ def build_parser() -> argparse.ArgumentParser:
                     "a virtual clock (no real waiting), and check what loaded against the truth. "
                     "Same seed, same run.")
     p.add_argument("file", metavar="FILE", nargs="?",
-                   help="a conversation file (default: a synthetic conversation)")
+                   help="a conversation file ('-': standard input; default: a synthetic "
+                        "conversation)")
     p.add_argument("--conversation", metavar="ID",
                    help="which conversation of FILE (default: the first)")
     p.add_argument("--messages", type=_non_negative, default=200, metavar="N",

@@ -144,3 +144,18 @@ def test_simulate_refuses_a_synthetic_conversation_over_its_cap(capsys):
         "(see 'python -m convmem simulate --help')\n"
     )
     assert run(capsys, "simulate", "--messages", 3)[0] == EXIT_OK
+
+
+def test_file_dash_reads_a_pipe_on_standard_input():
+    import json
+    import subprocess
+    import sys
+
+    chat = '[{"role": "user", "content": "swap 1234567890"}]'
+    done = subprocess.run(
+        [sys.executable, "-m", "convmem", "inspect", "-", "--json"], input=chat, cwd=ROOT,
+        capture_output=True, text=True, timeout=300,
+    )
+    assert done.returncode == EXIT_OK, done.stderr
+    doc = json.loads(done.stdout)
+    assert (doc["file"], doc["messages"], doc["distinct_listings"]) == ("-", 1, 1)
