@@ -594,6 +594,8 @@ def _cmd_convert(args: argparse.Namespace) -> int:
     formats = _output_formats()
     if args.to not in formats:
         raise _UsageError(f"--to {args.to!r}: this convmem writes {', '.join(formats)}")
+    if args.output == "-":  # stdout, as FILE '-' is stdin (it wrote a file named '-')
+        args.output = None
     loaded = _load(args.file, args)
     _warn_skipped(loaded, args)
     text = _dump(loaded.conversations, args.to)
@@ -1170,7 +1172,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("file", metavar="FILE", help="a conversation file ('-': standard input)")
     p.add_argument("--to", required=True, metavar="FORMAT",
                    help=f"the output format; one of {', '.join(_output_formats())}")
-    p.add_argument("-o", "--output", metavar="OUT", help="write here instead of stdout")
+    p.add_argument("-o", "--output", metavar="OUT", help="write here instead of stdout ('-': stdout)")
     p.set_defaults(run=_cmd_convert)
 
     p = _subcommand(sub, "budget",

@@ -159,3 +159,11 @@ def test_file_dash_reads_a_pipe_on_standard_input():
     assert done.returncode == EXIT_OK, done.stderr
     doc = json.loads(done.stdout)
     assert (doc["file"], doc["messages"], doc["distinct_listings"]) == ("-", 1, 1)
+
+
+def test_output_dash_is_standard_output(tmp_path, capsys, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    code, out, err = run(capsys, "convert", SAMPLE, "--to", "openai-chat", "-o", "-")
+    assert code == EXIT_OK, err
+    assert out == run(capsys, "convert", SAMPLE, "--to", "openai-chat")[1]
+    assert out.startswith('{"id":') and not (tmp_path / "-").exists()
