@@ -124,6 +124,11 @@ PROGRESS_MIN_BYTES = 2_000_000
 
 #: ``simulate``'s text output lists this many calls by default (``--calls``; ``--json``: all).
 SIMULATE_CALL_ROWS = 20
+#: What FILE ``-`` reads: standard input through its device file.
+STDIN_PATH = "/dev/stdin"
+#: Largest ``simulate --messages``: the synthetic conversation is built in memory first, and
+#: 10**8 messages ran for minutes toward an out-of-memory kill instead of an error.
+SIMULATE_MAX_MESSAGES = 1_000_000
 
 #: Human output lists at most this many conversations in ``inspect`` (``--json`` lists all).
 INSPECT_ROWS = 20
@@ -163,13 +168,16 @@ def _input_formats() -> list[str]:
 
 
 def _load(path: str, args: argparse.Namespace) -> _Loaded:
-    """Load ``path`` with the command line's loader options; works with both library versions.
+    """Load ``path`` (``-``: standard input) with the command line's loader options; works with
+    both library versions.
 
     ``load_conversations`` returns a list today (and raises FormatError for any fault) and will
     return a ``LoadResult`` (``.conversations``, ``.skipped``, ``.format``). ``--strict``,
     ``--messages-path`` and ``--listing-pattern`` are passed only when the function takes them;
     ``--strict`` on a loader without it is today's behaviour anyway.
     """
+    if path == "-" and os.path.exists(STDIN_PATH):
+        path = STDIN_PATH  # a pipe is read like a file, up to the same size cap
     params = _inspect.signature(load_conversations).parameters
     kwargs: dict[str, Any] = {}
     formats = _input_formats()
@@ -185,6 +193,7 @@ def _load(path: str, args: argparse.Namespace) -> _Loaded:
                 "--messages-path needs a convmem whose load_conversations takes messages_path "
                 "(this one does not)"
             )
+        _check_messages_path(args.messages_path)
         kwargs["messages_path"] = args.messages_path
     if args.listing_pattern is not None:
         if "listing_extractor" not in params:
@@ -194,7 +203,11 @@ def _load(path: str, args: argparse.Namespace) -> _Loaded:
             re.compile(args.listing_pattern)
         except re.error as exc:
             raise _UsageError(f"--listing-pattern {args.listing_pattern!r}: {exc}") from None
-        kwargs["listing_extractor"] = convmem.make_listing_extractor(pattern=args.listing_pattern)
+        try:
+            extractor = convmem.make_listing_extractor(pattern=args.listing_pattern)
+        except ValueError as exc:  # more than one capturing group
+            raise _UsageError(f"--listing-pattern: {exc}") from None
+        kwargs["listing_extractor"] = extractor
     with _loading(path, args):
         result = load_conversations(path, **kwargs)
     conversations = list(getattr(result, "conversations", result))
@@ -204,6 +217,21 @@ def _load(path: str, args: argparse.Namespace) -> _Loaded:
         found = list(dict.fromkeys(c.source_format for c in conversations if c.source_format))
         fmt = "+".join(found) if found else None
     return _Loaded(conversations, skipped, fmt)
+
+
+def _check_messages_path(expression: str) -> None:
+    """A usage error naming ``--messages-path`` when it is not a JMESPath expression (it was an
+    internal error: the loader's ValueError); O(len(expression))."""
+    import jmespath
+    from jmespath.exceptions import JMESPathError
+
+    try:
+        jmespath.compile(expression)
+    except JMESPathError as exc:
+        raise _UsageError(f"--messages-path {expression!r}: {exc}") from None
+    except RecursionError:
+        raise _UsageError(f"--messages-path {expression!r:.200}: nested too deeply to parse"
+                          ) from None
 
 
 #: ``convert --to`` names kept working across library versions: today's writer is OpenAI chat
@@ -566,6 +594,8 @@ def _cmd_convert(args: argparse.Namespace) -> int:
     formats = _output_formats()
     if args.to not in formats:
         raise _UsageError(f"--to {args.to!r}: this convmem writes {', '.join(formats)}")
+    if args.output == "-":  # stdout, as FILE '-' is stdin (it wrote a file named '-')
+        args.output = None
     loaded = _load(args.file, args)
     _warn_skipped(loaded, args)
     text = _dump(loaded.conversations, args.to)
@@ -595,8 +625,13 @@ def _cmd_convert(args: argparse.Namespace) -> int:
 
 def _write_atomic(path: str, text: str) -> None:
     """Write ``text`` to ``path`` through a temporary file in the same folder, so a failed or
-    interrupted write never leaves half a file."""
-    target = Path(path)
+    interrupted write never leaves half a file. A symlink's target is what gets replaced (the
+    link stays). A path that is not a regular file (``/dev/stdout``, a FIFO, a device) is written
+    in place: replacing it would put a regular file where the device was."""
+    target = Path(os.path.realpath(path))
+    if target.exists() and not target.is_file():
+        _write_in_place(path, text)
+        return
     try:
         fd, tmp = tempfile.mkstemp(dir=target.parent if str(target.parent) else ".",
                                    prefix=f".{target.name}.", suffix=".tmp")
@@ -605,6 +640,7 @@ def _write_atomic(path: str, text: str) -> None:
     try:
         with os.fdopen(fd, "w", encoding="utf-8", newline="") as f:
             f.write(text)
+        os.chmod(tmp, _output_mode(target))
         os.replace(tmp, target)
     except BaseException as exc:
         try:
@@ -614,6 +650,27 @@ def _write_atomic(path: str, text: str) -> None:
         if isinstance(exc, OSError):
             raise _InputError(f"cannot write {path!r}: {exc.strerror or exc}") from exc
         raise
+
+
+def _output_mode(target: Path) -> int:
+    """The permission bits the written file gets: those of the file it replaces, else what
+    ``open()`` would give (0o666 less the umask); mkstemp's own 0o600 hid the output from others."""
+    try:
+        return target.stat().st_mode & 0o7777
+    except FileNotFoundError:
+        umask = os.umask(0)
+        os.umask(umask)
+        return 0o666 & ~umask
+
+
+def _write_in_place(path: str, text: str) -> None:
+    """Write ``text`` straight to ``path`` (not a regular file); a failed write (a full device,
+    a FIFO with no reader left) is an input error naming the path."""
+    try:
+        with open(path, "w", encoding="utf-8", newline="") as f:
+            f.write(text)
+    except OSError as exc:
+        raise _InputError(f"cannot write {path!r}: {exc.strerror or exc}") from exc
 
 
 # ------------------------------------------------------------------------------------------------
@@ -899,6 +956,9 @@ def _simulate_messages(args: argparse.Namespace) -> tuple[str | None, str, list[
     if args.file is None:
         if args.conversation is not None:
             raise _UsageError("--conversation needs a FILE")
+        if args.messages > SIMULATE_MAX_MESSAGES:
+            raise _UsageError(f"--messages {args.messages:,}: at most {SIMULATE_MAX_MESSAGES:,} "
+                              f"(the synthetic conversation is built in memory)")
         conv = generate_conversation(args.messages, seed=args.seed)
         return None, conv.id, list(conv.messages)
     loaded = _load(args.file, args)
@@ -1105,16 +1165,16 @@ def build_parser() -> argparse.ArgumentParser:
                     "what a file holds: format, conversations, messages, tokens, skips",
                     "Load FILE and say what it holds: format, conversations, messages, tokens, "
                     "roles, tool calls, listings, and each conversation skipped with its reason.")
-    p.add_argument("file", metavar="FILE", help="a conversation file")
+    p.add_argument("file", metavar="FILE", help="a conversation file ('-': standard input)")
     p.set_defaults(run=_cmd_inspect)
 
     p = _subcommand(sub, "convert", "write a file's conversations in another format",
                     "Load FILE and write its conversations in another format, to stdout or to "
                     "OUT (written whole or not at all).")
-    p.add_argument("file", metavar="FILE", help="a conversation file")
+    p.add_argument("file", metavar="FILE", help="a conversation file ('-': standard input)")
     p.add_argument("--to", required=True, metavar="FORMAT",
                    help=f"the output format; one of {', '.join(_output_formats())}")
-    p.add_argument("-o", "--output", metavar="OUT", help="write here instead of stdout")
+    p.add_argument("-o", "--output", metavar="OUT", help="write here instead of stdout ('-': stdout)")
     p.set_defaults(run=_cmd_convert)
 
     p = _subcommand(sub, "budget",
@@ -1122,7 +1182,7 @@ def build_parser() -> argparse.ArgumentParser:
                     "Add one conversation's messages to a History(limit) one by one; show after "
                     "each add what was dropped and why, the total and how many messages are "
                     "kept.")
-    p.add_argument("file", metavar="FILE", help="a conversation file")
+    p.add_argument("file", metavar="FILE", help="a conversation file ('-': standard input)")
     p.add_argument("--limit", required=True, type=_non_negative, metavar="N",
                    help="the token limit (tokens, >= 0)")
     p.add_argument("--conversation", metavar="ID",
@@ -1150,7 +1210,7 @@ def build_parser() -> argparse.ArgumentParser:
                     "never drops the protected message class (the newest user turn, the system "
                     "prompts, or one message id), computed in one pass (convmem.smallest_safe_limit), "
                     "with the add step and message that decide it.")
-    p.add_argument("file", metavar="FILE", help="a conversation file")
+    p.add_argument("file", metavar="FILE", help="a conversation file ('-': standard input)")
     p.add_argument("--conversation", metavar="ID",
                    help="which conversation (default: the first in the file)")
     p.add_argument("--protect", default="latest_user", metavar="WHAT",
@@ -1173,7 +1233,7 @@ def build_parser() -> argparse.ArgumentParser:
                     "Group FILE's conversations by shopper (user id), oldest first, and drop the "
                     "oldest whole conversations while they mention more than N distinct listing "
                     "ids.")
-    p.add_argument("file", metavar="FILE", help="a conversation file")
+    p.add_argument("file", metavar="FILE", help="a conversation file ('-': standard input)")
     p.add_argument("--max-listings", required=True, type=_non_negative, metavar="N",
                    help="the most distinct listing ids kept per shopper (>= 0)")
     p.add_argument("--user", metavar="ID", help="only this shopper (default: every shopper)")
@@ -1186,11 +1246,13 @@ def build_parser() -> argparse.ArgumentParser:
                     "a virtual clock (no real waiting), and check what loaded against the truth. "
                     "Same seed, same run.")
     p.add_argument("file", metavar="FILE", nargs="?",
-                   help="a conversation file (default: a synthetic conversation)")
+                   help="a conversation file ('-': standard input; default: a synthetic "
+                        "conversation)")
     p.add_argument("--conversation", metavar="ID",
                    help="which conversation of FILE (default: the first)")
     p.add_argument("--messages", type=_non_negative, default=200, metavar="N",
-                   help="messages of the synthetic conversation (default: 200)")
+                   help="messages of the synthetic conversation (default: 200; at most "
+                        f"{SIMULATE_MAX_MESSAGES:,})")
     p.add_argument("--page-size", type=_positive, default=10, metavar="N",
                    help="messages per page (default: 10)")
     p.add_argument("--seed", type=_int, default=0, metavar="S",

@@ -87,10 +87,13 @@ def make_listing_extractor(
 
     The default 10-digit pattern also matches other 10-digit ids (the real retail data's
     ``product_id`` values are 10 digits too); a catalog of item ids keeps only listings.
+    A pattern with one capturing group yields the group (``r"item-(\\d+)"``: the digits); an
+    empty match is not an id (``r"\\d*"`` yields the runs of digits only).
     Returns ``callable(text) -> list[str]``, O(len(text)) per call.
 
     Raises:
         TypeError: a catalog id is not a str.
+        ValueError: the pattern has more than one capturing group (names it and the count).
 
     >>> only = make_listing_extractor({"1234567890"})
     >>> only("product 5555555555, item 1234567890")
@@ -98,7 +101,12 @@ def make_listing_extractor(
     """
     default = pattern is LISTING_ID_PATTERN
     rx = re.compile(pattern) if isinstance(pattern, str) else pattern
-    find = extract_listing_ids if default else rx.findall
+    if rx.groups > 1:
+        raise ValueError(
+            f"pattern {rx.pattern!r} has {rx.groups} capturing groups; a listing pattern may have "
+            f"at most one, the id (make the others non-capturing: (?:...))"
+        )
+    find = extract_listing_ids if default else _nonempty(rx.findall)
     if catalog_ids is None:
         return find
     allowed = frozenset(catalog_ids)
@@ -110,6 +118,13 @@ def make_listing_extractor(
         return [x for x in find(text) if x in allowed]
 
     return extract
+
+
+def _nonempty(findall: Callable[[str], list[str]]) -> Callable[[str], list[str]]:
+    def find(text: str) -> list[str]:
+        return [x for x in findall(text) if x]
+
+    return find
 
 
 @dataclass(frozen=True, slots=True)

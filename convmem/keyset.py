@@ -19,12 +19,14 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any, Protocol
 
-from .message import Message
+from .message import Message, check_text
 
 __all__ = ["ConversationInfo", "KeysetPager", "KeysetSource", "MAX_SEQ", "new_pager"]
 
 #: The largest sequence number (PostgreSQL BIGINT); an unbounded walk uses it as its upper bound.
 MAX_SEQ = 2**63 - 1
+#: Digits of MAX_SEQ: a longer run of digits is no cursor (checked before int() reads it).
+_MAX_SEQ_DIGITS = len(str(MAX_SEQ))
 
 
 class KeysetSource(Protocol):
@@ -79,10 +81,12 @@ def _decode(owner: str, name: str, value: Any, kinds: str, conversation_id: str)
         kind in expected
         and dot
         and seq_text.isdigit()
+        and len(seq_text) <= _MAX_SEQ_DIGITS  # int() of 4,301+ digits raised a bare ValueError
         and len(tag) == 8
         and _encode(kind, int(seq_text), tag, tagged=True) == value
     ):
-        raise ValueError(f"{owner}: {name} {value!r} is not a cursor this store issued")
+        shown = repr(value) if len(value) <= 100 else f"{value[:100]!r}... ({len(value):,} chars)"
+        raise ValueError(f"{owner}: {name} {shown} is not a cursor this store issued")
     if kind not in kinds:
         raise ValueError(f"{owner}: {name} {value!r} is {expected[kind]}, not {what}")
     if tag != _conversation_tag(conversation_id):
@@ -124,7 +128,7 @@ def _check_id(owner: str, name: str, value: Any) -> str:
         raise TypeError(f"{owner}: {name} must be a str, got {value!r}")
     if not value:
         raise ValueError(f"{owner}: {name} must be a non-empty str, got ''")
-    return value
+    return check_text(f"{owner}: {name}", value)  # a lone surrogate: no database can store it
 
 
 def _message_rows(owner: str, messages: Any) -> list[Message]:

@@ -47,6 +47,7 @@ The contract a store keeps so that appends during a load are neither skipped nor
 from __future__ import annotations
 
 import json
+import re
 import threading
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from contextlib import contextmanager, nullcontext
@@ -83,6 +84,8 @@ from .message import Message
 __all__ = [
     "ConversationInfo",
     "KeysetPager",
+    "CONNECT_TIMEOUT_S",
+    "POSTGRES_MAX_ID_BYTES",
     "SQLStore",
     "TRANSIENT_SQLSTATES",
     "is_transient_db_error",
@@ -99,6 +102,22 @@ TRANSIENT_SQLSTATES: frozenset[str] = frozenset(
 #: SQLite result codes a retry can cure: SQLITE_BUSY (5) and SQLITE_LOCKED (6), with any extended
 #: code (the low byte is the primary code).
 _SQLITE_TRANSIENT = frozenset({5, 6})
+
+#: Seconds a PostgreSQL connection attempt may take before it fails (psycopg's ``connect_timeout``),
+#: unless the URL's query or ``engine_options["connect_args"]`` names its own. Without it a host that
+#: accepts the TCP connection and never answers (a firewall, a wedged server) hangs the caller.
+CONNECT_TIMEOUT_S = 10
+
+#: libpq connection keywords that hold a secret when given in the URL's query string
+#: (``postgresql://u@h/db?password=...``): shown as ``***`` like the URL's password.
+_SECRET_QUERY_KEYS = ("password", "sslpassword")
+#: The password of ``scheme://user:password@host`` in a URL that could not be parsed.
+_RAW_PASSWORD = re.compile(r"(://[^/@:]*:)[^/]*@")  # up to the last @ of the authority
+
+#: PostgreSQL: the longest conversation or message id, in UTF-8 bytes. The unique index on
+#: ``(conversation_id, message_id)`` keeps both in one btree entry of at most 2704 bytes; a longer
+#: (incompressible) id failed there with a bare ProgramLimitExceeded.
+POSTGRES_MAX_ID_BYTES = 1024
 
 _MESSAGES = "convmem_messages"
 _CONVERSATIONS = "convmem_conversations"
@@ -138,6 +157,60 @@ def is_transient_db_error(error: BaseException) -> bool:
         return sqlstate in TRANSIENT_SQLSTATES or sqlstate.startswith("08")
     module = type(orig).__module__ or ""
     return module.startswith("psycopg") and isinstance(error, sa_exc.OperationalError)
+
+
+def _check_no_nul(owner: str, field: str, text: Any) -> None:
+    """ValueError naming ``field`` when ``text`` (a str; anything else passes) holds U+0000."""
+    if isinstance(text, str) and "\x00" in text:
+        raise ValueError(
+            f"{owner}: {field} holds a NUL character (U+0000) at index {text.index(chr(0)):,}, "
+            f"which PostgreSQL text cannot store"
+        )
+
+
+def _check_postgres_text(
+    owner: str, cid: str, user_id: str | None, batch: Sequence[Message],
+    listing_ids: Sequence[str] | None,
+) -> None:
+    """What PostgreSQL refuses, named before it is sent: a NUL character (``text`` cannot hold
+    U+0000; SQLite can) in any field, an id over :data:`POSTGRES_MAX_ID_BYTES`. O(total text),
+    C-level scans.
+
+    Raises:
+        ValueError: names the field (``messages[i].content`` ...) and where.
+    """
+    fields: list[tuple[str, str | None]] = [("conversation_id", cid), ("user_id", user_id)]
+    fields += [(f"listing_ids[{k}]", x) for k, x in enumerate(listing_ids or ())]
+    for i, m in enumerate(batch):
+        fields += [(f"messages[{i}].id", m.id), (f"messages[{i}].content", m.content),
+                   (f"messages[{i}].tool_call_id", m.tool_call_id)]
+        fields += [(f"messages[{i}].tool_call_ids[{k}]", x) for k, x in enumerate(m.tool_call_ids)]
+    for field, text in fields:
+        _check_no_nul(owner, field, text)
+    for field, text in fields[:1] + [(f, t) for f, t in fields if f.endswith("].id")]:
+        size = len(text.encode()) if text and len(text) > POSTGRES_MAX_ID_BYTES // 4 else 0
+        if size > POSTGRES_MAX_ID_BYTES:
+            raise ValueError(
+                f"{owner}: {field} is {size:,} bytes in UTF-8; PostgreSQL indexes ids of at most "
+                f"{POSTGRES_MAX_ID_BYTES:,} bytes (POSTGRES_MAX_ID_BYTES), got {text[:40]!r}..."
+            )
+
+
+def _json_ids(text: str | None, field: str) -> tuple[str, ...]:
+    """A JSON list of ids as stored in a text column (NULL or empty: no ids).
+
+    Raises:
+        ValueError: not a JSON list of strings (names the field and the stored text).
+    """
+    if not text:
+        return ()
+    try:
+        ids = json.loads(text)
+    except ValueError:
+        ids = None
+    if not isinstance(ids, list) or not all(isinstance(x, str) for x in ids):
+        raise ValueError(f"{field} must be a JSON list of strings, got {text[:200]!r}")
+    return tuple(ids)
 
 
 # -- the store -------------------------------------------------------------------------------------
@@ -184,9 +257,15 @@ class SQLStore:
         engine_options: extra keyword arguments for :func:`sqlalchemy.create_engine` (e.g.
             ``{"connect_args": {"application_name": "agent"}}``, ``{"pool_size": 10}``).
 
+    A PostgreSQL connection attempt fails after :data:`CONNECT_TIMEOUT_S` seconds (TransientError)
+    unless the URL (``?connect_timeout=``) or ``engine_options["connect_args"]`` sets its own.
+    Errors and ``repr`` show the URL with its password (and ``?password=`` / ``?sslpassword=``)
+    as ``***``.
+
     Raises:
-        TypeError / ValueError: a bad url (names it; only sqlite and postgresql+psycopg),
-            a bad page_size.
+        TypeError / ValueError: a bad url (names it; only sqlite and postgresql+psycopg), a
+            SQLite file that cannot be opened (a missing folder, a folder, not a database: names
+            the file), a bad page_size.
         TransientError: the database could not be reached to create the tables.
     """
 
@@ -217,6 +296,8 @@ class SQLStore:
             options["poolclass"] = StaticPool
             options["connect_args"] = {"check_same_thread": False}
         options.update(engine_options or {})
+        if backend == "postgresql":
+            options["connect_args"] = self._with_connect_timeout(parsed, options)
         try:
             self._engine: Engine = sa.create_engine(parsed, **options)
         except (sa_exc.ArgumentError, TypeError) as error:
@@ -229,8 +310,17 @@ class SQLStore:
         self._lock: Any = threading.RLock() if self._memory else nullcontext()
         self._closed = False
         self._define_tables()
-        with self._errors("create the tables"), self._lock:
-            self._metadata.create_all(self._engine, checkfirst=True)
+        try:
+            with self._errors("create the tables"), self._lock:
+                self._metadata.create_all(self._engine, checkfirst=True)
+        except sa_exc.DBAPIError as error:
+            self._engine.dispose()
+            if backend != "sqlite":
+                raise
+            raise ValueError(  # sqlite3 names no file: "unable to open database file"
+                f"SQLStore: cannot open the SQLite file {parsed.database!r} "
+                f"({type(error.orig).__name__}: {error.orig})"
+            ) from error
 
     # -- construction helpers ----------------------------------------------------------------
 
@@ -249,8 +339,9 @@ class SQLStore:
                 )
             try:
                 parsed = make_url(url)
-            except sa_exc.ArgumentError as error:
-                raise ValueError(f"SQLStore: cannot parse the url {url!r}: {error}") from None
+            except (sa_exc.ArgumentError, ValueError) as error:  # ValueError: a port not a number
+                shown = _RAW_PASSWORD.sub(r"\1***@", url)
+                raise ValueError(f"SQLStore: cannot parse the url {shown!r}: {error}") from None
         else:
             raise TypeError(f"SQLStore: url must be a str, URL or Path, got {url!r}")
         backend, driver = parsed.get_backend_name(), parsed.get_driver_name()
@@ -281,7 +372,20 @@ class SQLStore:
 
     @staticmethod
     def _safe_url(url: URL) -> str:
-        return url.render_as_string(hide_password=True)
+        """The URL as errors and repr show it: its password and secret query values as ``***``."""
+        secrets = {key: "***" for key in _SECRET_QUERY_KEYS if key in url.query}
+        if secrets:
+            url = url.update_query_dict(secrets)
+        return url.render_as_string(hide_password=True).replace("%2A%2A%2A", "***")
+
+    @staticmethod
+    def _with_connect_timeout(url: URL, options: Mapping[str, Any]) -> dict[str, Any]:
+        """``options["connect_args"]`` plus ``connect_timeout`` = :data:`CONNECT_TIMEOUT_S`,
+        unless the URL's query or the caller's connect_args already set one."""
+        connect_args = dict(options.get("connect_args") or {})
+        if "connect_timeout" not in url.query:
+            connect_args.setdefault("connect_timeout", CONNECT_TIMEOUT_S)
+        return connect_args
 
     def _define_tables(self) -> None:
         md = sa.MetaData()
@@ -350,6 +454,12 @@ class SQLStore:
                 ) from error
             raise
 
+    def _check_key(self, owner: str, name: str, value: Any) -> None:
+        """PostgreSQL: a ValueError for an id holding NUL (no row can hold one; the driver raised
+        a bare DataError). Other databases store NUL: nothing to check."""
+        if self.dialect == "postgresql":
+            _check_no_nul(owner, name, value)
+
     def _check_open(self, owner: str) -> None:
         if self._closed:
             raise ValueError(f"{owner}: the store is closed")
@@ -372,7 +482,7 @@ class SQLStore:
                 role,
                 tokens,
                 content,
-                tuple(json.loads(tool_call_ids)) if tool_call_ids else (),
+                _json_ids(tool_call_ids, "tool_call_ids"),
                 tool_call_id,
             )
         except (TypeError, ValueError) as error:
@@ -409,6 +519,7 @@ class SQLStore:
                 conversation's), a bad page_size, a closed store.
         """
         self._check_open("SQLStore.pager")
+        self._check_key("SQLStore.pager", "conversation_id", conversation_id)
         return new_pager(
             self, "SQLStore.pager", conversation_id, newest_first, after, high_water,
             self.page_size if page_size is None else page_size,
@@ -425,6 +536,7 @@ class SQLStore:
         """
         self._check_open("SQLStore.high_water_mark")
         cid = _check_id("SQLStore.high_water_mark", "conversation_id", conversation_id)
+        self._check_key("SQLStore.high_water_mark", "conversation_id", cid)
         with self._errors(f"read the high-water mark of {cid!r}"), self._lock:
             with self._reader.connect() as conn:
                 last = conn.execute(self._last_seq, {"cid": cid}).scalar()
@@ -439,6 +551,8 @@ class SQLStore:
         self._check_open("SQLStore.cursor_after")
         cid = _check_id("SQLStore.cursor_after", "conversation_id", conversation_id)
         mid = _check_id("SQLStore.cursor_after", "message_id", message_id)
+        self._check_key("SQLStore.cursor_after", "conversation_id", cid)
+        self._check_key("SQLStore.cursor_after", "message_id", mid)
         m = self._messages
         query = sa.select(m.c.seq).where((m.c.conversation_id == cid) & (m.c.message_id == mid))
         with self._errors(f"find message {mid!r} of {cid!r}"), self._lock:
@@ -483,7 +597,7 @@ class SQLStore:
             ConversationInfo(
                 cid,
                 user_id,
-                tuple(json.loads(listing_ids)) if listing_ids else (),
+                _json_ids(listing_ids, f"SQLStore: listing_ids of conversation {cid!r}"),
                 n or 0,
                 _encode("m", last_seq, cid),
             )
@@ -538,6 +652,8 @@ class SQLStore:
         user_id: str | None,
         listing_ids: Sequence[str] | None,
     ) -> int:
+        if self.dialect == "postgresql":
+            _check_postgres_text(owner, cid, user_id, batch, listing_ids)
         conn.execute(
             self._new_conversation,
             {
@@ -601,7 +717,9 @@ class SQLStore:
 
         Raises:
             TypeError: an item is not a :class:`convmem.Conversation`.
-            ValueError: a conversation id already in the database, or repeated (nothing written).
+            ValueError: a conversation id already in the database, or repeated; a message id
+                repeated within a conversation; an id holding a lone surrogate; on PostgreSQL,
+                what :meth:`append` refuses there (nothing written).
             TransientError: as for :meth:`append`.
         """
         from .conversations import Conversation
@@ -625,6 +743,12 @@ class SQLStore:
                     f"{conv.id!r}"
                 )
             seen.add(conv.id)
+            # what append checks: ids an encoder can write, message ids unique in a conversation
+            owner = f"SQLStore.from_conversations: conversations[{position}]"
+            _check_id(owner, "id", conv.id)
+            if conv.user_id is not None:
+                _check_id(owner, "user_id", conv.user_id)
+            _message_rows(owner, conv.messages)
         store = cls(url, page_size=page_size, engine_options=engine_options)
         try:
             existing = set(store.conversation_ids()) & seen

@@ -413,7 +413,13 @@ def _call_parts(call: Any) -> tuple[str, str]:
     if args is None:
         args = ""
     if not isinstance(args, str):
-        args = json.dumps(args, ensure_ascii=False, separators=(",", ":"))
+        try:
+            args = json.dumps(args, ensure_ascii=False, separators=(",", ":"))
+        except (TypeError, ValueError) as exc:  # a set, bytes, a circular dict
+            raise TypeError(
+                f"tool call {name!r} arguments must be a str or JSON-serializable, got "
+                f"{args!r:.200} ({exc})"
+            ) from None
     return name, args
 
 
@@ -571,6 +577,8 @@ class _BaseCounter(ABC):
                 total += self._count_short(name) + 1
         if content:
             total += self.count_text(content)
+        if isinstance(tool_calls, (str, bytes, Mapping)):  # one call, or text: not a list
+            raise TypeError(f"tool_calls must be a list of tool calls, got {tool_calls!r:.200}")
         for call in tool_calls:
             call_name, args = _call_parts(call)
             total += self._count_short(call_name) + self.count_text(args)

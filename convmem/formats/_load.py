@@ -102,11 +102,22 @@ def _record_id(record: Any) -> str | None:
     return None
 
 
+def _search(ctx: Context, path: Any, record: Any, where: Where) -> Any:
+    """``path.search(record)``; a JMESPath error while searching (an unknown function, a function
+    given a value of the wrong type) is a Fault naming the expression, as a wrong match is."""
+    from jmespath.exceptions import JMESPathError
+
+    try:
+        return path.search(record)
+    except JMESPathError as exc:
+        ctx.fail(f"messages_path {path.expression!r} failed: {exc}", where.conv(path.expression))
+
+
 def _one(ctx: Context, fmt: Format | None, record: Any, where: Where, path: Any) -> None:
     """Parse one conversation record, or record why it was skipped."""
     try:
         if path is not None:
-            inner = path.search(record)
+            inner = _search(ctx, path, record, where)
             if not isinstance(inner, list):
                 found = _found(inner) if inner is not None else "nothing"
                 ctx.fail(f"messages_path {path.expression!r} found {found}, not a list of messages",
@@ -247,6 +258,9 @@ def _compile_path(messages_path: Any) -> Any:
     except JMESPathError as exc:
         raise ValueError(f"messages_path {messages_path!r} is not a JMESPath expression: "
                          f"{exc}") from None
+    except RecursionError:  # jmespath's parser recurses once per nesting level ("[[[[...")
+        raise ValueError(f"messages_path {messages_path!r:.200} is nested too deeply to "
+                         f"parse") from None
 
 
 def parse_conversations(
