@@ -181,6 +181,9 @@ MARKS_JS = """
     const app = document.querySelector('[data-testid="stApp"]');
     const state = app ? app.getAttribute('data-test-script-state') : null;
     if (state === 'running') { m.running = true; m.runDone = null; if (m.runStart === null) m.runStart = now; }
+    // a run so short that no frame saw 'running' (the baseline app, a quiet machine): its
+    // elements are drawn and the app is idle, so it ran (it waited 300 s for a 'running' once)
+    if (state === 'notRunning' && !m.running && m.question !== null) { m.running = true; if (m.runStart === null) m.runStart = now; }
     if (state === 'notRunning' && m.running && m.runDone === null) m.runDone = now;
     const skeleton = Array.from(document.querySelectorAll('[data-testid="stSkeleton"]')).some(visible);
     if (skeleton) { if (m.skeletonFirst === null) m.skeletonFirst = now; m.skeletonLast = now; }
