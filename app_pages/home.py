@@ -17,6 +17,7 @@ from convmem_dashboard.view_home import (
     QUESTION,
     conversation_caption,
     conversation_metrics,
+    dataset_metric,
     dataset_metrics,
     roles_table,
     upload_outcome,
@@ -40,7 +41,8 @@ for col, link in zip(cols, PAGE_LINKS):
 
 st.subheader("Data in use")
 dataset = current_dataset()
-st.metric("Dataset", dataset.label)
+headline = dataset_metric(dataset.label)
+st.metric(headline.label, headline.value, help=headline.help)
 for col, metric in zip(st.columns(4), dataset_metrics(dataset.conversations)):
     col.metric(metric.label, metric.value, help=metric.help)
 st.caption(f"Source: {dataset.note}. Pick another dataset in the sidebar.")
