@@ -17,7 +17,6 @@ from convmem_dashboard.view_home import (
     QUESTION,
     conversation_caption,
     conversation_metrics,
-    dataset_metric,
     dataset_metrics,
     roles_table,
     upload_outcome,
@@ -41,8 +40,7 @@ for col, link in zip(cols, PAGE_LINKS):
 
 st.subheader("Data in use")
 dataset = current_dataset()
-headline = dataset_metric(dataset.label)
-st.metric(headline.label, headline.value, help=headline.help)
+st.metric("Dataset", dataset.label)
 for col, metric in zip(st.columns(4), dataset_metrics(dataset.conversations)):
     col.metric(metric.label, metric.value, help=metric.help)
 st.caption(f"Source: {dataset.note}. Pick another dataset in the sidebar.")

@@ -36,7 +36,6 @@ __all__ = [
     "UploadOutcome",
     "conversation_caption",
     "conversation_metrics",
-    "dataset_metric",
     "dataset_metrics",
     "roles_table",
     "upload_outcome",
@@ -63,36 +62,6 @@ PAGE_LINKS = (
     PageLink("app_pages/agent_session.py", "Agent session", ":material/smart_toy:",
              QUESTIONS["agent_session"]),
 )
-
-
-#: The longest dataset label Home's "Dataset" metric shows whole: its large digits fit about this
-#: many characters in a 1,400-px window (an upload's file name was cut mid-word: the new user).
-DATASET_LABEL_CHARS = 40
-
-
-def dataset_metric(label: str) -> Metric:
-    r"""Home's "Dataset" metric: ``label`` (Markdown-escaped, as :class:`Dataset` labels are) on
-    one line, cut to :data:`DATASET_LABEL_CHARS` shown characters with an ellipsis, never inside
-    an escape (``\<`` shows one character), the whole label in its help when cut. O(len(label)).
-
-    >>> dataset_metric("Sample shoppers (bundled)").value
-    'Sample shoppers (bundled)'
-    >>> m = dataset_metric("Upload: tool-calling-grok-3-0.0_range_0--1_user-grok-3-llm_1203.json")
-    >>> m.value, m.help
-    ('Upload: tool-calling-grok-3-0.0_range_0…', 'Upload: tool-calling-grok-3-0.0_range_0--1_user-grok-3-llm_1203.json')
-    >>> print(dataset_metric("Upload: " + r"\<b\>" * 20).value)
-    Upload: \<b\>\<b\>\<b\>\<b\>\<b\>\<b\>\<b\>\<b\>\<b\>\<b\>\<…
-    """
-    flat = " ".join(label.split())
-    shown: list[str] = []  # one entry per shown character (an escape and what it escapes)
-    i = 0
-    while i < len(flat):
-        step = 2 if flat[i] == "\\" and i + 1 < len(flat) else 1
-        shown.append(flat[i : i + step])
-        i += step
-    if len(shown) <= DATASET_LABEL_CHARS:
-        return Metric("Dataset", flat)
-    return Metric("Dataset", "".join(shown[: DATASET_LABEL_CHARS - 1]) + "…", help=label)
 
 
 def dataset_metrics(conversations: Sequence[Conversation]) -> tuple[Metric, ...]:

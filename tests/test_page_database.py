@@ -29,13 +29,6 @@ SQLITE_STORE = "SQLite store (keyset cursors)"
 SECRET = "s3cret-dbdash-pw"
 
 
-
-def dataset_label(at) -> str:
-    """Home's "Dataset" metric in full: its help holds the label when the value is cut
-    (view_home.dataset_metric: 40 shown characters; a PostgreSQL URL is longer)."""
-    metric = next(m for m in at.metric if m.label == "Dataset")
-    return metric.help or metric.value
-
 def all_text(at: AppTest) -> str:
     """Every text the page shows (and the URL), to check a password never reaches the browser."""
     parts = [str(dict(at.query_params))]
@@ -96,7 +89,7 @@ def test_open_a_sqlite_file_on_home_lists_its_conversations(sqlite_db, conversat
     shown = metrics(at)
     assert shown["Conversations"] == f"{len(conversations):,}"
     assert shown["Messages"] == f"{sum(len(c.messages) for c in conversations):,}"
-    assert str(sqlite_db.name) in dataset_label(at).replace("\\", "")
+    assert str(sqlite_db.name) in shown["Dataset"].replace("\\", "")
     assert at.text_input(key="db_url").value == ""  # the form clears: the URL is not kept in view
     assert any("load_history over SQLStore.pager" in c.value for c in at.caption)
     listing = next(d.value for d in at.dataframe if "conversation" in d.value.columns)
@@ -261,7 +254,7 @@ def test_postgresql_database_on_home_and_flaky_store(pg_database, conversations)
     key = at.session_state["data"]
     assert metrics(at)["Conversations"] == f"{len(conversations):,}"
     assert SECRET not in all_text(at)
-    assert dataset_label(at).replace("\\", "").endswith(sa.engine.make_url(pg_database).database)
+    assert metrics(at)["Dataset"].replace("\\", "").endswith(sa.engine.make_url(pg_database).database)
     assert any("***" in c.value.replace("\\", "") for c in at.caption)  # the full URL, hidden password
     at = ok(open_dashboard_page("app_pages/flaky_store.py", {"data": key}))
     assert conv_ids(at) == [c.id for c in conversations]
