@@ -21,6 +21,7 @@ tune_gc()  # fewer young GC passes over the cached 10^5-message replays (convmem
 # below (issue 10 item 3). Neither reads nor echoes the URL's query parameters.
 PAGES = (  # (file, title, icon); the first is the default page
     ("app_pages/home.py", "Home", ":material/home:"),
+    ("app_pages/your_data.py", "Your data", ":material/upload_file:"),
     ("app_pages/flaky_store.py", "Flaky store", ":material/cloud_sync:"),
     ("app_pages/token_budget.py", "Token budget", ":material/data_usage:"),
     ("app_pages/listing_eviction.py", "Listing eviction", ":material/shopping_cart:"),

@@ -39,7 +39,7 @@ POLL_SECONDS = 2.0
 st.title("Agent session")
 st.markdown(f"**{QUESTIONS['agent_session']}**")
 st.caption(
-    "A coding agent's own session (Claude Code or Codex CLI; upload it on Home, or follow a local "
+    "A coding agent's own session (Claude Code or Codex CLI; upload it on Your data, or follow a local "
     "file below): the usage the provider reported per call beside convmem's count of the same "
     "prompt, the approximate counter calibrated on it, and what the calls cost. The agent's own "
     "compactions are also drawn on the Token budget page, beside convmem's."
@@ -112,7 +112,7 @@ with tab_data:
     if not convs:
         st.info("The data in use holds no coding-agent session. Upload a Claude Code session "
                 "(`~/.claude/projects/*/*.jsonl`) or a Codex CLI rollout "
-                "(`~/.codex/sessions/**/rollout-*.jsonl`) on Home.")
+                "(`~/.codex/sessions/**/rollout-*.jsonl`) on Your data.")
     else:
         ids = list(convs)
         if st.session_state.get("agent_conv") not in ids:

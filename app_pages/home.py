@@ -1,27 +1,22 @@
-"""Home: what convmem does, the data in use, upload of a conversation file, links to the pages."""
+"""Home: what convmem does, the links to the pages, and the data in use (a summary; the data is
+chosen and brought on Your data, app_pages/your_data.py).
+
+Home is the first view of a fresh server, so it draws only text, page links and metrics: its cold
+view settles in about the time Streamlit's frontend takes to draw a one-line app (issue 10 item 3;
+docs/decisions.md "Home draws no widget below its links"). The database form, the upload and the
+conversation picker are on Your data.
+"""
 
 import streamlit as st
 
-from convmem import FormatError
-from convmem_dashboard.data import (
-    MAX_UPLOAD_BYTES,
-    current_dataset,
-    md_escape,
-    register_upload,
-    upload_skipped,
-)
-from convmem_dashboard.db_panel import database_panel
-from convmem_dashboard.selection import conversation_picker
+from convmem_dashboard.panel_data_in_use import data_in_use
+from convmem_dashboard.selection import conversation_in_use
 from convmem_dashboard.view_home import (
     PAGE_LINKS,
     QUESTION,
+    YOUR_DATA_LINK,
     conversation_caption,
-    conversation_metrics,
-    dataset_metrics,
-    roles_table,
-    upload_outcome,
 )
-from convmem_dashboard.show_table import show_small_table
 
 
 st.title("convmem: an agent's conversation memory")
@@ -38,85 +33,8 @@ for col, link in zip(cols, PAGE_LINKS):
     col.page_link(link.path, label=link.label, icon=link.icon)
     col.caption(link.question)
 
-st.subheader("Data in use")
-dataset = current_dataset()
-st.metric("Dataset", dataset.label)
-for col, metric in zip(st.columns(4), dataset_metrics(dataset.conversations)):
-    col.metric(metric.label, metric.value, help=metric.help)
-st.caption(f"Source: {dataset.note}. Pick another dataset in the sidebar.")
-database_panel(dataset.key, dataset.conversations)
-
-st.subheader("Conversation in use")
-conv_id = conversation_picker(dataset)
-if conv_id is not None:
-    conv = dataset.conversation(conv_id)
-    st.markdown(conversation_caption(conv))
-    for col, metric in zip(st.columns(4), conversation_metrics(conv)):
-        col.metric(metric.label, metric.value, help=metric.help)
-    # Markdown, not st.dataframe: the first view then loads no table code (show_small_table)
-    show_small_table(roles_table(conv))
-    st.caption(
-        "Every page shows this conversation until you pick another one (Listing eviction shows "
-        "its shopper); the link keeps it too. The first one shown is the longest conversation "
-        "(most tokens) of the shopper with the most conversations."
-    )
-
-
-def _on_upload() -> None:
-    upload = st.session_state.get("upload_file")
-    st.session_state.pop("upload_error", None)
-    if upload is None:
-        return
-    data = upload.getvalue()
-    if len(data) > MAX_UPLOAD_BYTES:
-        st.session_state["upload_error"] = (
-            f"{upload.name}: the file has {len(data):,} bytes, over the {MAX_UPLOAD_BYTES:,}-byte cap."
-        )
-        return
-    try:
-        # a 10^5-message file takes seconds to read: say so while it runs (the name is user text)
-        with st.spinner(f"Reading {md_escape(upload.name)} ({len(data):,} bytes)…", show_time=True):
-            key = register_upload(upload.name, data, st.session_state.get("messages_path") or None)
-    except (FormatError, ValueError) as exc:
-        st.session_state["upload_error"] = str(exc)
-        return
-    st.session_state["upload_key"] = key
-    st.session_state["data"] = key
-
-
-st.subheader("Use your own conversations")
-st.text_input(
-    "Messages path (only for wrapped logs)",
-    key="messages_path",
-    on_change=_on_upload,  # a new path re-reads the file already uploaded
-    placeholder="answer_generation.train_messages[-1]",
-    help="A JMESPath expression pointing at the message list inside each record, when the file "
-    "keeps its messages inside a wrapper. Leave empty to detect the format.",
-)
-st.file_uploader(
-    "Upload a conversation file",
-    type=["json", "jsonl", "csv"],
-    key="upload_file",
-    on_change=_on_upload,
-    help=(
-        "OpenAI Chat Completions or Responses items (JSON, or JSONL with one conversation per "
-        "line), Anthropic Messages, LangChain messages_to_dict output, Gemini contents, a "
-        "tau-bench run file (rows with `traj`), CSV with columns id, role, tokens[, content], or a "
-        "coding agent's session: Claude Code (`~/.claude/projects/*/*.jsonl`) or Codex CLI "
-        "(`~/.codex/sessions/**/rollout-*.jsonl`)."
-    ),
-)
-if error := st.session_state.get("upload_error"):
-    st.error("Could not read the upload; nothing was loaded. What is wrong and where:", icon=":material/error:")
-    st.code(error, language=None, wrap_lines=True)  # user text: shown verbatim, never as markdown/HTML
-    # the uploader still shows the bad file's name: say which data the pages use meanwhile
-    st.caption(f"The pages still use {dataset.label}; upload another file, or pick a dataset in the sidebar.")
-elif st.session_state.get("upload_key") == dataset.key:
-    total, skipped = upload_skipped(dataset.key)
-    outcome = upload_outcome(len(dataset.conversations), total, len(skipped))
-    st.success(outcome.success)
-    if outcome.warning:
-        st.warning(outcome.warning, icon=":material/warning:")
-        with st.expander(outcome.skipped_title):
-            # user text: shown verbatim, never as markdown/HTML
-            st.code("\n".join(str(s) for s in skipped), language=None, wrap_lines=True)
+dataset = data_in_use()
+if (conv_id := conversation_in_use(dataset)) is not None:
+    st.markdown(f"Conversation in use: {conversation_caption(dataset.conversation(conv_id))}")
+st.page_link(YOUR_DATA_LINK.path, label=YOUR_DATA_LINK.label, icon=YOUR_DATA_LINK.icon)
+st.caption(YOUR_DATA_LINK.question)

@@ -3,7 +3,7 @@
     .venv/bin/python benchmarks/bench_agent_pages.py [--records 10000] [--repeat 5]
 
 Uploads a generated Claude Code session (:func:`convmem.testing.sessions.claude_code_session`,
-with compactions and usage on every call) on Home, then, for the Token budget page (on the
+with compactions and usage on every call) on Your data, then, for the Token budget page (on the
 session's conversation: the agent's compactions drawn beside convmem's) and the Agent session
 page: the first run, a rerun with nothing changed, and a rerun after a widget change (token
 budget: the limit; agent session: the input price). Each figure is the median of --repeat runs;
@@ -48,10 +48,11 @@ def main() -> None:
     bare.run()
     base = statistics.median(timed(bare) for _ in range(args.repeat))
     at = AppTest.from_file(str(ROOT / "dashboard.py"), default_timeout=600)
+    at.switch_page("app_pages/your_data.py")  # the upload's page
     at.run()
     at.get("file_uploader")[0].set_value(("session.jsonl", data, "application/jsonl"))
     t_upload = timed(at)
-    print(f"{args.records:,} records, {len(data) / 1e6:.1f} MB; upload on Home {t_upload:.2f} s; "
+    print(f"{args.records:,} records, {len(data) / 1e6:.1f} MB; upload on Your data {t_upload:.2f} s; "
           f"baseline rerun {base * 1000:.1f} ms; median of {args.repeat}")
     print(f"{'page':<16}{'first s':>9}{'rerun s':>9}{'ratio':>8}{'change s':>10}{'ratio':>8}")
     for name, page, change in (("token_budget", "app_pages/token_budget.py", "limit"),

@@ -3,9 +3,9 @@
     .venv/bin/python benchmarks/bench_cold.py [--repeat 3] [--data sample] [--pages home,token_budget]
                                               [--shots DIR] [--shot-at 1,3,5] [--before ../main] [--floor]
 
-For every repeat and every page (home, token_budget, flaky_store, listing_eviction, agent_session),
-a fresh ``streamlit run dashboard.py`` server (headless, a free 127.0.0.1 port, the flags the e2e
-tests use) is started, and the page is opened with ``?data=<key>``:
+For every repeat and every page (home, your_data, token_budget, flaky_store, listing_eviction,
+agent_session), a fresh ``streamlit run dashboard.py`` server (headless, a free 127.0.0.1 port,
+the flags the e2e tests use) is started, and the page is opened with ``?data=<key>``:
 
 - cold: the first view after the server answered ``/_stcore/health`` (the page's script imports
   convmem and the dashboard's modules, the dataset is loaded for the first time);
@@ -85,6 +85,7 @@ CALM_S = 1.0
 #: (name, URL path, the first sentence to wait for)
 PAGES = (
     ("home", "/", QUESTIONS["home"]),
+    ("your_data", "/your_data", QUESTIONS["your_data"]),
     ("token_budget", "/token_budget", QUESTIONS["token_budget"]),
     ("flaky_store", "/flaky_store", QUESTIONS["flaky_store"]),
     ("listing_eviction", "/listing_eviction", QUESTIONS["listing_eviction"]),

@@ -2,16 +2,16 @@
 
     .venv/bin/python benchmarks/bench_pages.py [--data synthetic-100000] [--repeat 5] [--cold 3]
 
-For each page (home, flaky_store, token_budget, listing_eviction), opened with ``?data=<key>``:
+For each page (your_data, flaky_store, token_budget, listing_eviction), opened with ``?data=<key>``:
 
 - cold: st.cache_data and st.cache_resource cleared, a new session, its first run (this includes
   generating the dataset);
 - new session: a new session's first run with the caches warm (a second visitor opening the link);
 - rerun: a rerun with nothing changed;
 - change (new): a rerun after the page's main widget takes a value never shown before (token
-  budget: the limit slider; flaky store: the failure rate; listing eviction: max_listings; home:
-  uploading a new 10^5-message OpenAI JSONL file, different bytes each time);
-- change (cached): the same widget moved back to a value already shown (home: the same file
+  budget: the limit slider; flaky store: the failure rate; listing eviction: max_listings; your
+  data: uploading a new 10^5-message OpenAI JSONL file, different bytes each time);
+- change (cached): the same widget moved back to a value already shown (your data: the same file
   uploaded again), so cached results are hit.
 
 Token budget also gets a matrix (skip it with --no-matrix): for summaries off and on, and each
@@ -63,9 +63,10 @@ from convmem.synthetic import generate_conversation, to_openai_jsonl  # noqa: E4
 
 DASHBOARD = str(ROOT / "dashboard.py")
 TIMEOUT = 600.0
-# page, its main widget's key (None: home, whose change is an upload)
+# page, its main widget's key (None: your_data, whose change is an upload; Home has no widget
+# below its links)
 PAGES = (
-    ("home", "app_pages/home.py", None),
+    ("your_data", "app_pages/your_data.py", None),
     ("flaky_store", "app_pages/flaky_store.py", "rate"),
     ("token_budget", "app_pages/token_budget.py", "limit"),
     ("listing_eviction", "app_pages/listing_eviction.py", "cap"),
@@ -237,7 +238,7 @@ def bench_page(name: str, path: str, key: str | None, data: str, repeat: int, co
     timed_run(at)  # settle: one rerun after the first (pages may rerun once to clean state)
     for _ in range(repeat):
         times["rerun"].append(timed_run(at))
-    if key is None:  # home: upload a new 10^5-message file, then the same file again
+    if key is None:  # your_data: upload a new 10^5-message file, then the same file again
         n = sum(len(c.messages) for c in _dataset(data))
         files = [jsonl_upload(n, seed=1_000 + i) for i in range(repeat)]
         for i, blob in enumerate(files):

@@ -1,4 +1,4 @@
-"""What Home's upload of a new 10^5-message file costs in ``register_upload``, phase by phase.
+"""What Your data's upload of a new 10^5-message file costs in ``register_upload``, phase by phase.
 
     .venv/bin/python benchmarks/bench_upload.py [--messages 100000] [--repeat 3] [--root DIR]
                                                 [--against DIR]

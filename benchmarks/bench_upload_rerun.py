@@ -1,8 +1,8 @@
-"""Home's rerun after uploading a new 10^5-message file: wall and CPU seconds, with AppTest.
+"""Your data's rerun after uploading a new 10^5-message file: wall and CPU seconds, with AppTest.
 
     PYTHONPATH=. .venv/bin/python benchmarks/bench_upload_rerun.py [--root DIR] [--repeat 3]
 
-Opens Home on ``?data=synthetic-100000`` (as bench_pages.py, one ScriptCache as the server keeps),
+Opens Your data on ``?data=synthetic-100000`` (as bench_pages.py, one ScriptCache as the server keeps),
 then uploads --repeat new OpenAI JSONL files of 10^5 messages (different bytes each time) and
 prints the medians of: the rerun's wall time, the process CPU time spent during it
 (``time.process_time``: the script thread and AppTest's own work; AppTest's main thread only
@@ -48,8 +48,8 @@ def main() -> None:
         finally:
             inside.append(time.thread_time() - t0)
 
-    data.register_upload = timed_register  # app_pages/home.py imports it at each run
-    at = pages.open_page("app_pages/home.py", "synthetic-100000")
+    data.register_upload = timed_register  # app_pages/your_data.py imports it at each run
+    at = pages.open_page("app_pages/your_data.py", "synthetic-100000")
     pages.timed_run(at)
     pages.timed_run(at)
     walls, cpus = [], []

@@ -58,6 +58,7 @@ SCENARIOS = (
     Scenario("listing_eviction", "app_pages/listing_eviction.py"),
     Scenario("agent_session", "app_pages/agent_session.py"),
     Scenario("home", "app_pages/home.py"),
+    Scenario("your_data", "app_pages/your_data.py"),
 )
 
 

@@ -9,7 +9,7 @@ A dataset is named by a plain string key so every cached computation can be keye
   Anthropic Messages JSON, CSV).
 * ``"sample-db"``: sample_data/shoppers.sqlite, the same shoppers in a convmem SQL store, read
   through ``load_history(SQLStore.pager(...))`` like any database.
-* ``"db:<16 hex>"``: a live database (SQLite file or PostgreSQL) opened on Home or with ``?db=``
+* ``"db:<16 hex>"``: a live database (SQLite file or PostgreSQL) opened on Your data or with ``?db=``
   (convmem_dashboard.db_source). The key hashes the URL without its password; the URL itself is
   held on the server only, so a link never carries it.
 
@@ -116,10 +116,10 @@ SPLIT_LOAD_MESSAGES = 20_000
 _SHOWN_KEY = "_datasets_shown"
 GONE_DATABASE_WARNING = (
     "This link names a database this server has not opened (a link never carries a database's "
-    "URL or password); open it on Home. Showing the sample data."
+    "URL or password); open it on Your data. Showing the sample data."
 )
 GONE_UPLOAD_WARNING = (
-    "This link points to an uploaded file that is not loaded here; upload it again on Home. "
+    "This link points to an uploaded file that is not loaded here; upload it again on Your data. "
     "Showing the sample data."
 )
 
@@ -223,10 +223,10 @@ def database_source(key: str) -> DatabaseSource | None:
 
 @st.cache_resource(show_spinner="Reading the database…", max_entries=4, ttl=600)
 def _read_database(key: str) -> DatabaseRead:
-    """A database's conversations (cached for 10 min, or until Home's "Read again")."""
+    """A database's conversations (cached for 10 min, or until Your data's "Read again")."""
     source = database_source(key)
     if source is None:
-        raise DatabaseSourceError("this server has not opened that database; open it on Home")
+        raise DatabaseSourceError("this server has not opened that database; open it on Your data")
     return read_database(source)
 
 
@@ -327,7 +327,7 @@ def _label(key: str) -> str:
         return "Sample shoppers (bundled SQLite store)"
     if key.startswith("db:"):
         source = database_source(key)
-        return f"Database: {md_escape(source.short)}" if source else "Database (open it on Home)"
+        return f"Database: {md_escape(source.short)}" if source else "Database (open it on Your data)"
     return key
 
 
@@ -404,15 +404,15 @@ def picker_help(keys) -> str:
     retail run, so its help does not name one).
 
     >>> picker_help(["sample", "synthetic-1000"])
-    'sample: bundled shoppers · synthetic-N: one generated conversation of N messages · upload: your file (Home page). Kept in the URL.'
+    'sample: bundled shoppers · synthetic-N: one generated conversation of N messages · upload: your file (Your data page). Kept in the URL.'
     """
     parts = ["sample: bundled shoppers"]
     if "retail" in keys:
         parts.append("retail: real tau-bench run (../shared/real_data)")
     parts.append("synthetic-N: one generated conversation of N messages")
-    parts.append("upload: your file (Home page)")
+    parts.append("upload: your file (Your data page)")
     if "sample-db" in keys:
-        parts.append("sample-db / db:…: a convmem database, read with load_history (Home page)")
+        parts.append("sample-db / db:…: a convmem database, read with load_history (Your data page)")
     return " · ".join(parts) + ". Kept in the URL."
 
 

@@ -2,7 +2,7 @@
 the caption of its link on Home, from one table so the two never disagree.
 
 >>> sorted(QUESTIONS)
-['agent_session', 'flaky_store', 'home', 'listing_eviction', 'token_budget']
+['agent_session', 'flaky_store', 'home', 'listing_eviction', 'token_budget', 'your_data']
 >>> all(q.endswith("?") for q in QUESTIONS.values())
 True
 """
@@ -13,6 +13,10 @@ __all__ = ["QUESTIONS"]
 
 QUESTIONS = {
     "home": "What does convmem keep of an agent's conversations, and which of them is in use?",
+    "your_data": (
+        "Which conversations do the pages read (the bundled sample, your agent's database, or a "
+        "file you upload), and which one of them do they show?"
+    ),
     "flaky_store": (
         "Does a conversation load whole, once and in order, from a store that fails on purpose "
         "or receives new messages while it pages, and when it cannot, what was loaded and where "

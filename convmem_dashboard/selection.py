@@ -1,11 +1,12 @@
 """The one conversation selection of the whole dashboard: every page's picker, in one call.
 
-``conv_id = conversation_picker(dataset)`` (Token budget, Flaky store, Home) or
+``conv_id = conversation_picker(dataset)`` (Token budget, Flaky store, Your data) or
 ``shopper = shopper_picker(dataset)`` (Listing eviction) renders a searchable selectbox whose
 options are plain ids shown with a label (convmem_dashboard.choices: shopper, title, message and
-token counts, id) and returns the choice. The choice lives in session state, one per dataset
-(``_selected_conv``), so it survives a page switch, and in the URL as ``?conv=`` (and ``?shopper=``
-on the shopper picker) so a link reproduces it.
+token counts, id) and returns the choice (Home shows it as text: :func:`conversation_in_use`).
+The choice lives in session state, one per dataset (``_selected_conv``), so it survives a page
+switch, and in the URL as ``?conv=`` (and ``?shopper=`` on the shopper picker) so a link
+reproduces it.
 
 The selectboxes are not bound with ``bind="query-params"``: a bound selectbox writes its
 *formatted* option into the URL, and the labels are long. The URL is read and written here
@@ -33,7 +34,7 @@ from .data import Dataset, get_dataset, md_escape
 from .tables_eviction import shopper_key, shopper_options
 from .url_params import kept_note
 
-__all__ = ["Choices", "choices_of", "conversation_picker", "selected_conversation", "shopper_picker"]
+__all__ = ["Choices", "choices_of", "conversation_in_use", "conversation_picker", "selected_conversation", "shopper_picker"]
 
 CONV_KEY = "conv"
 SHOPPER_KEY = "shopper"
@@ -127,12 +128,10 @@ def _selectbox(where, label: str, key: str, options, value: str, labels: dict[st
     )
 
 
-def conversation_picker(dataset: Dataset, where=None, label: str = "Conversation") -> str | None:
-    """The shared conversation picker in ``where`` (a container; default the main area).
-
-    Returns the chosen conversation id, None when the dataset has no conversation (nothing is
-    rendered then). The same choice is shown on every page until the user picks another one.
-    """
+def conversation_in_use(dataset: Dataset, where=None) -> str | None:
+    """The shared selection without a picker (Home shows it as a line of text): the conversation
+    id this run shows, the link's unknown ``?conv=`` warned about in ``where`` as the picker
+    does, and the id written to the URL. None when the dataset has no conversation."""
     ch = choices_of(dataset.key)
     url = _url_value(CONV_KEY)
     new_link = url is not None and url != _state(_URL_SEEN).get(CONV_KEY)
@@ -140,6 +139,20 @@ def conversation_picker(dataset: Dataset, where=None, label: str = "Conversation
     if conv is None:
         return None
     _link_note(where, CONV_KEY, "conversation", url if new_link and url not in ch.ids else None, conv)
+    _write_url(CONV_KEY, conv)
+    return conv
+
+
+def conversation_picker(dataset: Dataset, where=None, label: str = "Conversation") -> str | None:
+    """The shared conversation picker in ``where`` (a container; default the main area).
+
+    Returns the chosen conversation id, None when the dataset has no conversation (nothing is
+    rendered then). The same choice is shown on every page until the user picks another one.
+    """
+    ch = choices_of(dataset.key)
+    conv = conversation_in_use(dataset, where)
+    if conv is None:
+        return None
     _selectbox(
         where or st, label, CONV_KEY, ch.ids, conv, ch.labels,
         "Shopper · first user message · messages · tokens · id. Type to search. The choice is "

@@ -33,6 +33,7 @@ __all__ = [
     "PAGE_LINKS",
     "QUESTION",
     "PageLink",
+    "YOUR_DATA_LINK",
     "UploadOutcome",
     "conversation_caption",
     "conversation_metrics",
@@ -62,6 +63,11 @@ PAGE_LINKS = (
     PageLink("app_pages/agent_session.py", "Agent session", ":material/smart_toy:",
              QUESTIONS["agent_session"]),
 )
+
+
+#: Home's link to the page where the data is chosen and brought (below the data in use).
+YOUR_DATA_LINK = PageLink("app_pages/your_data.py", "Your data: open your database, upload a file, pick a conversation",
+                          ":material/upload_file:", QUESTIONS["your_data"])
 
 
 def dataset_metrics(conversations: Sequence[Conversation]) -> tuple[Metric, ...]:

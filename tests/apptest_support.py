@@ -45,18 +45,31 @@ def open_token_budget_sections(at: AppTest, query: dict | None) -> None:
             at.session_state[key] = True
 
 
-PAGES = ("app_pages/home.py", "app_pages/flaky_store.py", "app_pages/token_budget.py", "app_pages/listing_eviction.py")
+#: Where a file is uploaded and a database opened (Home draws no widget below its links).
+YOUR_DATA = "app_pages/your_data.py"
+PAGES = ("app_pages/home.py", YOUR_DATA, "app_pages/flaky_store.py", "app_pages/token_budget.py",
+         "app_pages/listing_eviction.py")
 UPLOAD_ERROR_HEAD = "Could not read the upload; nothing was loaded. What is wrong and where:"
 
 
+def to_your_data(at: AppTest) -> AppTest:
+    """``at`` on Your data (the upload and the database form), switched there and run unless it
+    is there already."""
+    if not at.get("file_uploader"):
+        at.switch_page(YOUR_DATA)
+        ok(at.run())
+    return at
+
+
 def upload_file(at: AppTest, name: str, data: bytes, mime: str = "application/json") -> AppTest:
-    """``at`` (on Home) after uploading ``data`` as ``name`` and rerunning (exceptions asserted away)."""
-    at.get("file_uploader")[0].set_value((name, data, mime))
+    """``at`` on Your data after uploading ``data`` as ``name`` and rerunning (exceptions asserted
+    away); a run on another page switches to Your data first."""
+    to_your_data(at).get("file_uploader")[0].set_value((name, data, mime))
     return ok(at.run())
 
 
 def upload_error(at: AppTest) -> str | None:
-    """The Home page's upload error (the parser's message, shown verbatim in st.code), or None."""
+    """Your data's upload error (the parser's message, shown verbatim in st.code), or None."""
     if UPLOAD_ERROR_HEAD not in [e.value for e in at.error]:
         return None
     return at.code[0].value

@@ -1,5 +1,5 @@
 """Issue 9: the hostile-input corpus (tests/hostile_corpus, manifest expected.json) through the
-importer and through the Home page under AppTest, opening every page after each accepted file.
+importer and through the Your data page under AppTest, opening every page after each accepted file.
 
 An entry marked ``pending`` expects better than today's importer does (e.g. a UTF-16 file should
 say UTF-16, not "not UTF-8 at byte 0"): it runs as xfail(strict=True), so once the importer
@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 
-from apptest_support import PAGES, dashboard_app, metrics, ok, upload_error, upload_file
+from apptest_support import PAGES, dashboard_app, metrics, ok, to_your_data, upload_error, upload_file
 from convmem import FormatError, parse_conversations
 
 CORPUS = Path(__file__).resolve().parent / "hostile_corpus"
@@ -88,12 +88,12 @@ def test_importer(name, expect):
             assert part.lower() in message.lower(), (part, message)
 
 
-# ----------------------------------------------------------------------------------- Home page
+# ----------------------------------------------------------------------------------- Your data page
 
 
 @pytest.mark.parametrize(("name", "expect"), cases(home=True))
 def test_home_page_and_every_page_after(name, expect):
-    at = ok(dashboard_app().run())
+    at = to_your_data(ok(dashboard_app().run()))
     before = metrics(at)
     at = upload_file(at, name, content(name), "text/csv" if name.endswith(".csv") else "application/json")
     error = upload_error(at)

@@ -1,4 +1,4 @@
-"""Issue 9: one upload cap shared by .streamlit/config.toml, the Home page and the library."""
+"""Issue 9: one upload cap shared by .streamlit/config.toml, the Your data page and the library."""
 
 from __future__ import annotations
 

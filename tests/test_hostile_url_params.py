@@ -183,6 +183,7 @@ def test_sanitize_never_raises_keeps_only_valid_values_and_is_idempotent(query):
 
 PAGE_KEYS = {
     "app_pages/home.py": ["data", "conv"],
+    "app_pages/your_data.py": ["data", "conv"],
     "app_pages/flaky_store.py": ["data", "conv", "rate", "burst", "seed", "rep", "cyc", "wrap", "empty", "psize",
                              "overlap", "tries", "base", "maxd", "dl", "epe", "mode", "step", "truth_all",
                              "store", "arr", "arr_at", "hwm"],
@@ -228,7 +229,7 @@ def test_every_key_of_every_page_with_a_hostile_value(page, value):
 @pytest.mark.parametrize(
     ("page", "key"),
     [(page, key) for page, keys in PAGE_KEYS.items() for key in keys
-     if PARAMS[key].kind in ("int", "float", "int_range") and page != "app_pages/home.py"],
+     if PARAMS[key].kind in ("int", "float", "int_range") and page not in ("app_pages/home.py", "app_pages/your_data.py")],
 )
 def test_each_numeric_key_alone_on_its_page(page, key, value):
     gate = {}

@@ -97,7 +97,7 @@ def test_after_the_preload_no_page_imports_anything_and_nothing_warned():
     The REPL check of a first view's first element then resolves only the path of a few modules
     (its first call resolves every module's: about 1,450 here, 0.22 s of a cold Home's run)."""
     head, frozen, modules, resolved = _preloaded()
-    assert head == "[] [[], [], [], [], [], []] [] 1"  # the token counter built too
+    assert head == "[] [[], [], [], [], [], [], []] [] 1"  # every page (6) and dashboard.py; the token counter built too
     assert int(modules) > 1000 and int(resolved) <= 20, (modules, resolved)
     # nothing left frozen: convmem's loads and replays move what they made to the oldest
     # generation only while nothing else is frozen (convmem._gc.promote_young)

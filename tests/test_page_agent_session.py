@@ -1,4 +1,4 @@
-"""Coding-agent sessions in the dashboard (issue 13): a Claude Code session uploaded on Home loads,
+"""Coding-agent sessions in the dashboard (issue 13): a Claude Code session uploaded on Your data loads,
 the token budget page shows the agent's compactions beside convmem's, the Agent session page
 shows usage, calibration and cost, downloads redact by default, a local file is followed."""
 

@@ -17,7 +17,7 @@ import pytest
 import sqlalchemy as sa
 from streamlit.testing.v1 import AppTest
 
-from apptest_support import PAGES, metrics, ok, open_dashboard_page
+from apptest_support import PAGES, YOUR_DATA, metrics, ok, open_dashboard_page
 from convmem import load_conversations, load_history
 from convmem.stores import SQLStore
 from store_support import postgres_url  # noqa: F401  (fixture)
@@ -62,8 +62,9 @@ def chosen(at: AppTest) -> str:
     return next(s for s in at.selectbox if s.key == "conv").value
 
 
-def open_home() -> AppTest:
-    return ok(open_dashboard_page("app_pages/home.py"))
+def open_your_data() -> AppTest:
+    """Your data: the database form (Home draws no widget below its links)."""
+    return ok(open_dashboard_page(YOUR_DATA))
 
 
 def submit_database(at: AppTest, text: str) -> AppTest:
@@ -81,8 +82,8 @@ def db_error(at: AppTest) -> str | None:
     return None
 
 
-def test_open_a_sqlite_file_on_home_lists_its_conversations(sqlite_db, conversations):
-    at = submit_database(open_home(), str(sqlite_db))
+def test_open_a_sqlite_file_on_your_data_lists_its_conversations(sqlite_db, conversations):
+    at = submit_database(open_your_data(), str(sqlite_db))
     assert db_error(at) is None
     key = at.session_state["data"]
     assert key.startswith("db:") and len(key) == 3 + 16
@@ -100,7 +101,7 @@ def test_open_a_sqlite_file_on_home_lists_its_conversations(sqlite_db, conversat
 
 @pytest.mark.parametrize("page", PAGES)
 def test_every_page_opens_a_database_conversation_from_a_link(sqlite_db, conversations, page):
-    key = submit_database(open_home(), f"sqlite:///{sqlite_db}").session_state["data"]
+    key = submit_database(open_your_data(), f"sqlite:///{sqlite_db}").session_state["data"]
     # A link carries only the key; a session of the same server adopts the database.
     at = ok(open_dashboard_page(page, {"data": key}))
     assert at.session_state["data"] == key
@@ -139,7 +140,7 @@ def test_db_url_parameter_opens_the_database_and_leaves_the_url(sqlite_db, conve
     ],
 )
 def test_bad_urls_are_readable_messages_without_the_password(text, expected):
-    at = submit_database(open_home(), text)
+    at = submit_database(open_your_data(), text)
     message = db_error(at)
     assert message is not None and expected in message
     assert SECRET not in all_text(at)
@@ -149,11 +150,11 @@ def test_bad_urls_are_readable_messages_without_the_password(text, expected):
 def test_a_file_that_is_not_a_database_or_has_no_convmem_tables(tmp_path):
     text_file = tmp_path / "notes.sqlite"
     text_file.write_text("not a database")
-    assert "file is not a database" in db_error(submit_database(open_home(), str(text_file)))
+    assert "file is not a database" in db_error(submit_database(open_your_data(), str(text_file)))
     other = tmp_path / "other.sqlite"
     with sqlite3.connect(other) as conn:
         conn.execute("CREATE TABLE messages (id TEXT)")
-    message = db_error(submit_database(open_home(), str(other)))
+    message = db_error(submit_database(open_your_data(), str(other)))
     assert "is not a convmem store: it has no table convmem_conversations, convmem_messages" in message
     # Opened read-only: the dashboard created nothing in it.
     with sqlite3.connect(other) as conn:
@@ -170,13 +171,13 @@ def test_bad_db_parameter_is_a_readable_message_and_is_dropped_from_the_url():
 
 
 def test_a_link_to_a_database_this_server_never_opened():
-    at = ok(open_dashboard_page("app_pages/home.py", {"data": "db:0123456789abcdef"}))
+    at = ok(open_dashboard_page(YOUR_DATA, {"data": "db:0123456789abcdef"}))
     assert "has not opened" in db_error(at)
     assert at.session_state["data"] == "sample"
 
 
 def test_the_bundled_sample_database_is_offered_and_needs_no_server():
-    at = open_home()
+    at = open_your_data()
     picker = at.sidebar.selectbox[0]
     assert "sample-db" in picker.options
     next(b for b in at.button if b.label == "Open the bundled sample database (SQLite)").click()
@@ -248,8 +249,8 @@ def pg_database(postgres_url, conversations):  # noqa: F811
     admin.dispose()
 
 
-def test_postgresql_database_on_home_and_flaky_store(pg_database, conversations):
-    at = submit_database(open_home(), pg_database)
+def test_postgresql_database_on_your_data_and_flaky_store(pg_database, conversations):
+    at = submit_database(open_your_data(), pg_database)
     assert db_error(at) is None
     key = at.session_state["data"]
     assert metrics(at)["Conversations"] == f"{len(conversations):,}"
@@ -271,7 +272,7 @@ def test_postgresql_missing_tables_is_a_readable_message(postgres_url):  # noqa:
         conn.execute(sa.text(f'CREATE DATABASE "{name}"'))
     try:
         url = base.set(database=name, password=SECRET).render_as_string(hide_password=False)
-        message = db_error(submit_database(open_home(), url))
+        message = db_error(submit_database(open_your_data(), url))
         assert "is not a convmem store" in message and SECRET not in message
         engine = sa.create_engine(base.set(database=name))
         with engine.connect() as conn:  # read-only: no table was created

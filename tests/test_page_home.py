@@ -1,4 +1,4 @@
-"""AppTest for the Home page: the data in use, uploads in every format, malformed files, the size cap,
+"""AppTest for Home and Your data: the data in use, uploads (on Your data) in every format, malformed files, the size cap,
 URL state and user text kept out of Markdown.
 
 Expected counts are written by hand from the files built here (or computed with
@@ -16,7 +16,7 @@ import pytest
 from streamlit.testing.v1 import AppTest
 
 from convmem import load_conversations
-from apptest_support import dashboard_app, metrics, ok
+from apptest_support import dashboard_app, metrics, ok, to_your_data
 from convmem_dashboard.data import missing_dataset_note
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -41,7 +41,8 @@ def data_in_use(at: AppTest) -> str:
 
 
 def upload(at: AppTest, name: str, data: bytes, mime: str = "application/json") -> AppTest:
-    at.get("file_uploader")[0].set_value((name, data, mime))
+    """``at`` after an upload on Your data (switched there first from Home)."""
+    to_your_data(at).get("file_uploader")[0].set_value((name, data, mime))
     return ok(at.run())
 
 
@@ -315,7 +316,7 @@ def test_a_wrapped_log_loads_with_a_messages_path():
 @pytest.mark.parametrize("case", list(MALFORMED))
 def test_malformed_upload_shows_a_readable_error_and_keeps_the_data(case):
     name, data, where, reason = MALFORMED[case]
-    at = open_home({"data": "synthetic-1000"})
+    at = to_your_data(open_home({"data": "synthetic-1000"}))
     before = metrics(at)
     at = upload(at, name, data, "text/csv" if name.endswith(".csv") else "application/json")
     message = shown_error(at)
@@ -380,7 +381,7 @@ def test_url_state_picks_the_dataset(data, conversations, messages):
 
 
 GONE = (
-    "This link points to an uploaded file that is not loaded here; upload it again on Home. "
+    "This link points to an uploaded file that is not loaded here; upload it again on Your data. "
     "Showing the sample data."
 )
 

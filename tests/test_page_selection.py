@@ -16,7 +16,8 @@ from convmem_dashboard import data as data_module
 from convmem_dashboard.choices import conversation_label, default_conversation_id, most_tokens_id
 from convmem_dashboard.listing_definitions import extractor, listings_of
 from convmem_dashboard.questions import QUESTIONS
-from apptest_support import PAGES, metrics, ok, open_dashboard_page
+from convmem_dashboard.view_home import conversation_caption
+from apptest_support import PAGES, YOUR_DATA, metrics, ok, open_dashboard_page
 
 ROOT = Path(__file__).resolve().parent.parent
 SAMPLE = ROOT / "sample_data" / "shoppers.jsonl"
@@ -41,6 +42,16 @@ def picked(at) -> str:
     return at.selectbox(key="conv").value
 
 
+HOME = "app_pages/home.py"
+
+
+def home_line(at, convs, conv_id: str) -> None:
+    """Home shows the selection as one line of text (it draws no picker: issue 10 item 3)."""
+    conv = next(c for c in convs if c.id == conv_id)
+    lines = [m.value for m in at.markdown if m.value.startswith("Conversation in use: ")]
+    assert lines == [f"Conversation in use: {conversation_caption(conv)}"], lines
+
+
 def test_every_page_opens_on_the_same_default_conversation(convs):
     default = default_conversation_id(convs)
     shopper = next(c.user_id for c in convs if c.id == default)
@@ -48,6 +59,8 @@ def test_every_page_opens_on_the_same_default_conversation(convs):
         at = ok(open_dashboard_page(page))
         if page == LISTING:
             assert at.selectbox(key="shopper").value == shopper
+        elif page == HOME:
+            home_line(at, convs, default)
         else:
             assert picked(at) == default, page
         assert at.query_params["conv"] == default, page
@@ -71,11 +84,13 @@ def test_a_choice_on_one_page_is_kept_on_every_other_page(convs):
     at.selectbox(key="conv").set_value(other.id)
     ok(at.run())
     assert picked(at) == other.id and at.query_params["conv"] == other.id
-    for page in ("app_pages/flaky_store.py", "app_pages/home.py", LISTING, "app_pages/token_budget.py"):
+    for page in ("app_pages/flaky_store.py", HOME, YOUR_DATA, LISTING, "app_pages/token_budget.py"):
         at.switch_page(page)
         ok(at.run())
         if page == LISTING:
             assert at.selectbox(key="shopper").value == other.user_id
+        elif page == HOME:
+            home_line(at, convs, other.id)
         else:
             assert picked(at) == other.id, page
         assert at.query_params["conv"] == other.id, page
@@ -120,12 +135,15 @@ def test_picking_a_shopper_selects_its_longest_conversation_everywhere(convs):
 
 def test_url_conv_round_trips_and_a_bad_one_falls_back(convs):
     target = convs[3].id
-    at = ok(open_dashboard_page("app_pages/home.py", {"conv": target}))
+    at = ok(open_dashboard_page(HOME, {"conv": target}))
+    home_line(at, convs, target)
+    assert at.query_params["conv"] == target
+    at = ok(open_dashboard_page(YOUR_DATA, {"conv": target}))
     assert picked(at) == target and at.query_params["conv"] == target
     at.switch_page("app_pages/flaky_store.py")
     ok(at.run())
     assert picked(at) == target
-    at = ok(open_dashboard_page("app_pages/home.py", {"conv": "no-such-conversation"}))
+    at = ok(open_dashboard_page(YOUR_DATA, {"conv": "no-such-conversation"}))
     assert picked(at) == default_conversation_id(convs)
     # ?shopper= of an old link selects that shopper (its longest conversation)
     groups = group_by_user(convs)

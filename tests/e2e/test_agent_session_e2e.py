@@ -1,4 +1,4 @@
-"""Real browser (issue 13): a Claude Code session uploaded on Home, its token budget timeline with
+"""Real browser (issue 13): a Claude Code session uploaded on Your data, its token budget timeline with
 the agent's compactions beside convmem's, and the Agent session page."""
 
 from __future__ import annotations
@@ -19,7 +19,7 @@ SESSION = Path(__file__).resolve().parents[1] / "data" / "agent_sessions" / "cla
 
 def test_upload_a_claude_code_session_and_see_the_agents_compactions(page, streamlit_url,
                                                                      screenshot_dir):
-    page.goto(streamlit_url + "/", wait_until="domcontentloaded")
+    page.goto(streamlit_url + "/your_data", wait_until="domcontentloaded")
     wait_for_app(page)
     page.locator('[data-testid="stFileUploader"] input[type="file"]').set_input_files(str(SESSION))
     page.get_by_text("Using the uploaded file: 2 conversations").wait_for(timeout=30_000)

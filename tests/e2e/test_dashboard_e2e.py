@@ -29,11 +29,12 @@ pytestmark = pytest.mark.e2e
 #: (name, path, title shown as the page's h1, plotly charts expected at least)
 PAGES = [
     ("home", "/", "convmem", 0),
+    ("your_data", "/your_data", "Your data", 0),
     ("flaky_store", "/flaky_store", "Flaky store", 1),
     ("token_budget", "/token_budget", "Token budget", 2),
     ("listing_eviction", "/listing_eviction", "Listing eviction", 2),
 ]
-NAV_LABELS = {"home": "Home", "flaky_store": "Flaky store", "token_budget": "Token budget",
+NAV_LABELS = {"home": "Home", "your_data": "Your data", "flaky_store": "Flaky store", "token_budget": "Token budget",
               "listing_eviction": "Listing eviction"}
 
 CHART_SIGNATURE_JS = """() => Array.from(document.querySelectorAll('.js-plotly-plot')).map(el => {
@@ -188,7 +189,7 @@ def upload(page, path) -> None:
 def test_upload_valid_jsonl(page, streamlit_url, screenshot_dir, tmp_path):
     f = tmp_path / "e2e_small.jsonl"
     f.write_text("\n".join(json.dumps(c) for c in SMALL_JSONL) + "\n", encoding="utf-8")
-    open_page(page, streamlit_url, "/")
+    open_page(page, streamlit_url, "/your_data")
     upload(page, f)
     page.get_by_text("Using the uploaded file: 2 conversations").wait_for(timeout=30_000)
     wait_for_app(page)
@@ -197,7 +198,7 @@ def test_upload_valid_jsonl(page, streamlit_url, screenshot_dir, tmp_path):
     assert "Upload: e2e_small.jsonl" in values[0]
     assert values[1:4] == ["2", "5", "1"], values  # conversations, messages, shoppers
     assert_sidebar_uses_upload(page, "e2e_small.jsonl")
-    screenshot(page, screenshot_dir, "home_upload_ok")
+    screenshot(page, screenshot_dir, "your_data_upload_ok")
 
     # The upload is the data of the other pages too (same session: navigate in the app).
     page.locator('[data-testid="stSidebarNav"] a').filter(has_text="Listing eviction").click()
@@ -226,7 +227,7 @@ def test_link_to_an_upload_this_server_lost_warns_and_keeps_the_other_settings(p
     warning = page.locator('[data-testid="stAlertContentWarning"]')
     assert warning.count() == 1
     assert warning.first.inner_text().strip().endswith(  # after the icon's ligature name
-        "This link points to an uploaded file that is not loaded here; upload it again on Home. "
+        "This link points to an uploaded file that is not loaded here; upload it again on Your data. "
         "Showing the sample data."
     )
     sidebar = page.locator('[data-testid="stSidebar"]')
@@ -260,7 +261,7 @@ def test_upload_with_one_bad_conversation_loads_the_rest_and_says_why(page, stre
     """Issue 7: a fault in one conversation skips it with line, field and value; the rest load."""
     f = tmp_path / "e2e_bad.jsonl"
     f.write_text(content, encoding="utf-8")
-    open_page(page, streamlit_url, "/")
+    open_page(page, streamlit_url, "/your_data")
     upload(page, f)
     warning = page.locator('[data-testid="stAlertContentWarning"]').filter(has_text="skipped")
     warning.first.wait_for(timeout=30_000)
@@ -272,14 +273,14 @@ def test_upload_with_one_bad_conversation_loads_the_rest_and_says_why(page, stre
     for word in expect:
         assert word in detail, f"{word!r} not in the reason shown: {detail!r}"
     assert "Traceback" not in page.locator('[data-testid="stMain"]').inner_text()
-    screenshot(page, screenshot_dir, f"home_upload_skipped_{request.node.callspec.id}")
+    screenshot(page, screenshot_dir, f"your_data_upload_skipped_{request.node.callspec.id}")
 
 
 def test_upload_with_no_readable_conversation_shows_readable_error(page, streamlit_url, screenshot_dir, tmp_path):
     f = tmp_path / "e2e_bad.jsonl"
     f.write_text(json.dumps({"id": "x", "messages": [{"role": "bot", "content": "hi"}]}) + "\n",
                  encoding="utf-8")
-    open_page(page, streamlit_url, "/")
+    open_page(page, streamlit_url, "/your_data")
     before = metric_values(page)
     upload(page, f)
     error = page.locator('[data-testid="stAlertContentError"]')
@@ -292,7 +293,7 @@ def test_upload_with_no_readable_conversation_shows_readable_error(page, streaml
         assert word in detail, f"{word!r} not in the error shown: {detail!r}"
     assert "Traceback" not in page.locator('[data-testid="stMain"]').inner_text()
     assert metric_values(page) == before, "a failed upload changed the data in use"
-    screenshot(page, screenshot_dir, "home_upload_error")
+    screenshot(page, screenshot_dir, "your_data_upload_error")
 
 
 # ------------------------------------------------------------------------------------ downloads
@@ -331,7 +332,7 @@ def test_token_budget_downloads(page, streamlit_url):
 
 
 def test_real_retail_upload_every_page(page, streamlit_url, screenshot_dir, tau_retail_file):
-    open_page(page, streamlit_url, "/")
+    open_page(page, streamlit_url, "/your_data")
     upload(page, tau_retail_file)
     page.get_by_text(re.compile(r"Using the uploaded file: \d+ conversations")).wait_for(timeout=90_000)
     wait_for_app(page, timeout_ms=90_000)
@@ -340,11 +341,13 @@ def test_real_retail_upload_every_page(page, streamlit_url, screenshot_dir, tau_
     assert tau_retail_file.name in values[0]
     conversations = int(values[1].replace(",", ""))
     assert conversations > 100, values
-    screenshot(page, screenshot_dir, "retail_home")
+    screenshot(page, screenshot_dir, "retail_your_data")
 
-    for name, _path, title, charts in PAGES[1:]:
+    for name, _path, title, charts in PAGES:
+        if name == "your_data":
+            continue  # the page the upload was made on
         page.locator('[data-testid="stSidebarNav"] a').filter(has_text=NAV_LABELS[name]).click()
-        page.wait_for_url(re.compile(rf"/{name}"))
+        page.wait_for_url(re.compile(rf"/{name}" if name != "home" else r"/(\?|$)"))
         wait_for_app(page, charts=charts, timeout_ms=90_000)
         assert title in heading(page)
         assert_sidebar_uses_upload(page, tau_retail_file.name)

@@ -103,10 +103,10 @@ def test_database_failed_load_is_honest_at_1400(page, streamlit_url, screenshot_
     assert all(metric_values(page))
 
 
-def test_home_lists_the_database_conversations(page, streamlit_url, screenshot_dir, agent_db):
+def test_your_data_lists_the_database_conversations(page, streamlit_url, screenshot_dir, agent_db):
     path, big = agent_db
     page.set_viewport_size(WIDE)
-    page.goto(f"{streamlit_url}/?db={quote(f'sqlite:///{path}', safe='')}", wait_until="domcontentloaded")
+    page.goto(f"{streamlit_url}/your_data?db={quote(f'sqlite:///{path}', safe='')}", wait_until="domcontentloaded")
     wait_for_app(page)
     assert_no_exception(page)
     assert "db" not in parse_qs(urlsplit(page.url).query)
@@ -114,5 +114,5 @@ def test_home_lists_the_database_conversations(page, streamlit_url, screenshot_d
     by_label = {m["label"]: m["value"] for m in shown}
     assert by_label["Conversations"] == "4"
     page.wait_for_selector('[data-testid="stDataFrame"]')
-    shot = screenshot(page, screenshot_dir, "database_home_1400")
+    shot = screenshot(page, screenshot_dir, "database_your_data_1400")
     assert not [m for m in shown if m["cut"]], f"metrics cut off (see {shot})"

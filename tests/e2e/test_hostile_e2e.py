@@ -47,7 +47,7 @@ def strings(value):
 
 
 def test_every_download_after_a_formula_upload_has_no_formula_cell(page, streamlit_url, screenshot_dir):
-    page.goto(streamlit_url + "/", wait_until="domcontentloaded")
+    page.goto(streamlit_url + "/your_data", wait_until="domcontentloaded")
     wait_for_app(page)
     page.locator('[data-testid="stFileUploader"] input[type="file"]').set_input_files(
         str(CORPUS / "formula_cells.jsonl")

@@ -18,13 +18,14 @@ from e2e_helpers import assert_no_exception, screenshot, wait_for_app
 pytestmark = pytest.mark.e2e
 
 WIDE = {"width": 1400, "height": 900}
-PAGES = [("home", "/", 0), ("flaky_store", "/flaky_store", 1), ("token_budget", "/token_budget", 2),
+PAGES = [("home", "/", 0), ("your_data", "/your_data", 0), ("flaky_store", "/flaky_store", 1), ("token_budget", "/token_budget", 2),
          ("listing_eviction", "/listing_eviction", 2)]
-NAV = {"home": "Home", "flaky_store": "Flaky store", "token_budget": "Token budget",
+NAV = {"home": "Home", "your_data": "Your data", "flaky_store": "Flaky store", "token_budget": "Token budget",
        "listing_eviction": "Listing eviction"}
 LOCAL_HOSTS = {"localhost", "127.0.0.1", "[::1]", "::1"}
 #: Each page's first sentence under its title (convmem_dashboard.questions).
-QUESTION_STARTS = {"home": "What does convmem keep", "flaky_store": "Does a conversation load whole",
+QUESTION_STARTS = {"home": "What does convmem keep", "your_data": "Which conversations do the pages read",
+                   "flaky_store": "Does a conversation load whole",
                    "token_budget": "Under a token limit", "listing_eviction": "Which of a shopper"}
 
 
@@ -121,8 +122,11 @@ def test_a_conversation_chosen_on_one_page_is_shown_on_the_next(browser, streaml
         assert q["conv"] == [conv_id] and q["shopper"][0].startswith("raj_ali")
         screenshot(page, screenshot_dir, "selection_kept_listing_eviction")
 
-        go(page, "home", 0)
+        go(page, "your_data", 0)
         assert picked_label(page, "Conversation") == chosen
+        go(page, "home", 0)  # Home names it in a line of text (it draws no picker)
+        line = page.locator('[data-testid="stMain"]').get_by_text(re.compile(r"^Conversation in use: "))
+        assert conv_id.replace("_", "") in line.inner_text().replace("_", "")
 
         # The link reproduces the choice in a new session.
         other = browser.new_context(viewport=WIDE).new_page()
