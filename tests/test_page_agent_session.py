@@ -8,7 +8,7 @@ import json
 import shutil
 from pathlib import Path
 
-from apptest_support import DeferredDownloads, dashboard_app, metrics, ok
+from apptest_support import DeferredDownloads, dashboard_app, metrics, ok, to_your_data
 from convmem_dashboard.live_tail import SessionTail, allowed_roots, check_path
 
 import pytest
@@ -23,12 +23,12 @@ def frame(at, column: str):
 
 
 def uploaded(name: str = "session.jsonl", data: bytes = SESSION):
-    at = ok(dashboard_app().run())
+    at = to_your_data(ok(dashboard_app().run()))
     at.get("file_uploader")[0].set_value((name, data, "application/jsonl"))
     return ok(at.run())
 
 
-def test_upload_on_home_then_token_budget_shows_the_agents_compactions():
+def test_upload_on_your_data_then_token_budget_shows_the_agents_compactions():
     at = uploaded()
     shown = metrics(at)
     assert (shown["Conversations"], shown["Messages"]) == ("2", "12")

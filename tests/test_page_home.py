@@ -17,7 +17,7 @@ from streamlit.testing.v1 import AppTest
 
 from convmem import load_conversations
 from apptest_support import dashboard_app, metrics, ok, to_your_data
-from convmem_dashboard.data import missing_dataset_note
+from convmem_dashboard.data import md_escape, missing_dataset_note
 
 ROOT = Path(__file__).resolve().parent.parent
 SAMPLE = ROOT / "sample_data" / "shoppers.jsonl"
@@ -194,6 +194,23 @@ def test_home_shows_the_sample_dataset():
     assert not at.error and not at.code
     links = {p.proto.page for p in at.get("page_link")}
     assert {Path(p).stem for p in links} >= {Path(p).stem for p in PAGES}
+
+
+def test_home_draws_no_widget_and_names_the_conversation_in_use():
+    """Home is a fresh server's first view: text, page links and metrics only (its widgets moved to
+    Your data, docs/decisions.md "Home draws no widget below its links"); the shared selection is
+    named in a line of text with a link to the page that changes it."""
+    at = open_home()
+    main = at.main
+    for kind in ("selectbox", "text_input", "button", "file_uploader", "dataframe", "number_input",
+                 "slider", "checkbox", "toggle", "radio", "multiselect", "text_area"):
+        assert len(main.get(kind)) == 0, kind
+    assert len(at.sidebar.selectbox) == 1  # the data picker shared by every page
+    conv = at.query_params["conv"]
+    lines = [m.value for m in at.markdown if m.value.startswith("Conversation in use: ")]
+    assert len(lines) == 1 and lines[0].endswith(f"conversation {md_escape(conv)}"), (lines, conv)
+    links = [p.proto.page for p in at.get("page_link")]
+    assert links[-1] == "your_data", links
 
 
 @pytest.mark.parametrize("fmt", list(FORMATS))

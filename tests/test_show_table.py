@@ -116,11 +116,12 @@ def test_markdown_table_reads_back_as_its_rows(rows):
     assert body == [[" ".join(r.split()), f"{n:,}"] for r, n in rows]
 
 
-def test_home_draws_its_roles_table_as_markdown_and_no_dataframe():
+def test_your_data_draws_its_roles_table_as_markdown_and_no_dataframe():
     from convmem_dashboard.data import get_dataset
     from convmem_dashboard.view_home import roles_table
 
     at = dashboard_app()
+    at.switch_page("app_pages/your_data.py")
     ok(at.run())
     conv = get_dataset("sample").conversation(at.session_state["conv"])
     assert len(at.dataframe) == 0  # the first view loads no table code in the browser

@@ -157,7 +157,8 @@ PAGE_FILES = sorted((ROOT / "app_pages").glob("*.py"))
 
 
 def test_every_page_file_is_checked():
-    assert [p.stem for p in PAGE_FILES] == ["agent_session", "flaky_store", "home", "listing_eviction", "token_budget"]
+    assert [p.stem for p in PAGE_FILES] == ["agent_session", "flaky_store", "home", "listing_eviction", "token_budget",
+                                              "your_data"]
 
 
 @pytest.mark.parametrize("page", PAGE_FILES, ids=lambda p: p.stem)
