@@ -8,7 +8,9 @@ agent_session), a fresh ``streamlit run dashboard.py`` server (headless, a free 
 the flags the e2e tests use) is started, and the page is opened with ``?data=<key>``:
 
 - cold: the first view after the server answered ``/_stcore/health`` (the page's script imports
-  convmem and the dashboard's modules, the dataset is loaded for the first time);
+  convmem and the dashboard's modules, the dataset is loaded for the first time), ``--settle``
+  seconds after it (default 0: at once; a real first visitor comes later, when the server's
+  start-up work and the previous round's are over);
 - warm: a second browser context (a new Streamlit session) opening the same URL on the same server
   (modules imported, caches warm).
 
@@ -359,6 +361,9 @@ def main(argv: list[str] | None = None) -> None:
     ap.add_argument("--shot-at", default="1,3,5",
                     help="comma-separated seconds after the navigation started of the early shots")
     ap.add_argument("--cold-only", action="store_true", help="skip the warm view (a second session)")
+    ap.add_argument("--settle", type=float, default=0.0,
+                    help="seconds to wait after the server answered its health check before the cold view "
+                         "(a real first visitor comes later than the health check; 0: at once)")
     ap.add_argument("--before", type=Path, default=None,
                     help="another checkout (e.g. /work/main) whose pages are measured too, as '<page> before', "
                     "in the same rounds")
@@ -397,6 +402,7 @@ def main(argv: list[str] | None = None) -> None:
                 for name, cwd, script, path, needle in targets:
                     server = Server(script, cwd)
                     try:
+                        time.sleep(args.settle)
                         url = f"{server.base}{path}" + ("" if name == "baseline" else f"?data={args.data}")
                         stem = name.replace(" ", "-")
                         shot = args.shots / f"{stem}-{args.data}-r{r}.png" if args.shots else None
