@@ -90,5 +90,6 @@ def test_cold_link_shows_progress_before_the_page(browser, tmp_path, screenshot_
     assert len(metrics) >= 6 and all(metrics), metrics
     assert any("," in v for v in metrics), metrics
     # each link's text is its icon's ligature name, then its title
-    assert [t.strip().splitlines()[-1] for t in nav] == ["Home", "Flaky store", "Token budget", "Listing eviction", "Agent session"], nav
+    assert [t.strip().splitlines()[-1] for t in nav] == ["Home", "Your data", "Flaky store", "Token budget", "Listing eviction",
+                                                        "Agent session"], nav
     assert data_in_use == "synthetic-100000"
