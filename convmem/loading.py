@@ -438,6 +438,34 @@ def _check_page(result: Any, cursor: Any) -> tuple[Sequence[Message], Hashable, 
     return page, next_cursor, True
 
 
+def _read_result(result: Any) -> Any:
+    """Read what fetch_page returned, as part of the (retried) call (docs/decisions.md, "Reading
+    a page is part of the retried call").
+
+    The common shape (a plain 2-tuple of a list or tuple and a str, int or None cursor) comes back
+    as is. Another 2-tuple is unpacked, its page copied into a list and its cursor hashed here, so
+    a lazy page or cursor that fails while being read fails inside the call (a TransientError is
+    then retried with the same cursor; nothing of the page was added yet). Anything else comes
+    back unchanged for :func:`_check_page` to reject. O(page size); raises what reading raised.
+    """
+    if result.__class__ is tuple and len(result) == 2:
+        page, next_cursor = result
+        if (page.__class__ is list or page.__class__ is tuple) and (
+            next_cursor is None or next_cursor.__class__ is str or next_cursor.__class__ is int
+        ):
+            return result
+    if not isinstance(result, tuple) or len(result) != 2:
+        return result
+    page, next_cursor = result
+    if isinstance(page, Sequence) and not isinstance(page, (str, bytes)):
+        page = list(page)
+    try:
+        hash(next_cursor)
+    except TypeError:
+        return page, next_cursor  # unhashable: _check_page names the cursor in its TypeError
+    return page, next_cursor
+
+
 def _check_items(page: Sequence[Any], cursor: Any) -> None:
     """TypeError naming the first item of ``page`` that is not a Message (subclasses are fine)."""
     for position, item in enumerate(page):
@@ -712,7 +740,7 @@ def _walk(
         current.started_at = now()
         current.exc = None
         try:
-            return fetch_page(cursor)
+            return _read_result(fetch_page(cursor))
         except BaseException as exc:
             current.exc = exc
             raise
@@ -802,7 +830,7 @@ def _walk(
             attempt_number = 1
             started_at = float(clock() - start)
             try:
-                result = fetch_page(cursor)
+                result = _read_result(fetch_page(cursor))
             except BaseException as exc:
                 if not isinstance(exc, retry_types):
                     current = _Call(cursor)

@@ -267,6 +267,8 @@ class SQLStore:
             SQLite file that cannot be opened (a missing folder, a folder, not a database: names
             the file), a bad page_size.
         TransientError: the database could not be reached to create the tables.
+        On every constructor failure after the engine was created, the engine is disposed (its
+        pool holds no connection).
     """
 
     def __init__(
@@ -303,6 +305,20 @@ class SQLStore:
         except (sa_exc.ArgumentError, TypeError) as error:
             where = self._safe_url(parsed)
             raise ValueError(f"SQLStore: cannot open {where!r}: {error}") from error
+        try:
+            self._open(parsed, backend)
+        except BaseException:
+            # Every failure after the engine exists (TransientError, ValueError, anything else)
+            # releases its pool: a failed constructor leaves no connection behind.
+            self._engine.dispose()
+            raise
+
+    # -- construction helpers ----------------------------------------------------------------
+
+    def _open(self, parsed: URL, backend: str) -> None:
+        """Define the tables and create those missing (the constructor disposes the engine on any
+        error this raises). TransientError when the database cannot be reached; ValueError for a
+        SQLite file that cannot be opened; other database errors as SQLAlchemy raised them."""
         if backend == "postgresql":
             self._reader = self._engine.execution_options(isolation_level="AUTOCOMMIT")
         else:
@@ -314,15 +330,12 @@ class SQLStore:
             with self._errors("create the tables"), self._lock:
                 self._metadata.create_all(self._engine, checkfirst=True)
         except sa_exc.DBAPIError as error:
-            self._engine.dispose()
             if backend != "sqlite":
                 raise
             raise ValueError(  # sqlite3 names no file: "unable to open database file"
                 f"SQLStore: cannot open the SQLite file {parsed.database!r} "
                 f"({type(error.orig).__name__}: {error.orig})"
             ) from error
-
-    # -- construction helpers ----------------------------------------------------------------
 
     @staticmethod
     def _parse_url(url: Any) -> URL:

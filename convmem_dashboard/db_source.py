@@ -166,13 +166,18 @@ def _scrub(text: str, url: URL | None) -> str:
 
 
 def _sqlite_source(path_text: str, shown_as: str) -> DatabaseSource:
-    path = Path(path_text).expanduser()
-    if not path.is_file():
+    try:
+        path = Path(path_text).expanduser()
+        is_file = path.is_file()
+        resolved = path.resolve() if is_file else path
+    except (OSError, RuntimeError) as error:
+        # a name over the OS limit (OSError), a ``~user`` with no home (RuntimeError), ...
+        raise DatabaseSourceError(f"cannot use the SQLite path {shown_as!r}: {error}") from None
+    if not is_file:
         raise DatabaseSourceError(
             f"no SQLite file at {shown_as!r} (the dashboard opens an existing file read-only and "
             f"never creates one)"
         )
-    resolved = path.resolve()
     # Read-only: the dashboard never writes to an agent's database (and never creates tables).
     from sqlalchemy.engine import URL
 
@@ -190,7 +195,8 @@ def parse_database_url(text: Any) -> DatabaseSource:
 
     Raises:
         DatabaseSourceError: empty, too long, control characters, another database or driver, an
-            in-memory SQLite (nothing to show), a SQLite file that does not exist, a PostgreSQL URL
+            in-memory SQLite (nothing to show), a SQLite file that does not exist or a path the OS
+            refuses (a name too long, an unknown ``~user``), a PostgreSQL URL
             with no database name. The message never holds the password.
     """
     if not isinstance(text, str) or not text.strip():
