@@ -125,7 +125,7 @@ def roles_table(conv: Conversation) -> list[dict[str, object]]:
 
 @dataclass(frozen=True, slots=True)
 class UploadOutcome:
-    """What Home says after an upload: a success line, and when conversations were skipped a
+    """What Your data says after an upload: a success line, and when conversations were skipped a
     warning and the expander's title (the reasons go in st.code, verbatim)."""
 
     success: str
