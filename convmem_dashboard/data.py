@@ -64,6 +64,7 @@ __all__ = [
     "register_upload",
     "available_keys",
     "md_escape",
+    "DB_LINK_ERROR",
     "GONE_UPLOAD_WARNING",
     "url_upload_status",
     "upload_skipped",
@@ -121,6 +122,13 @@ GONE_DATABASE_WARNING = (
 GONE_UPLOAD_WARNING = (
     "This link points to an uploaded file that is not loaded here; upload it again on Your data. "
     "Showing the sample data."
+)
+
+#: The head of the error for a link's database that could not be opened (the reason follows in
+#: st.code); like GONE_UPLOAD_WARNING it says where to try again, from any page.
+DB_LINK_ERROR = (
+    "The database could not be opened; showing the sample data. Open it again, or another one, "
+    "on Your data. Why:"
 )
 
 
@@ -527,7 +535,7 @@ def dataset_picker() -> Dataset:
     if st.session_state.get(_GONE_KEY) and dataset.key == "sample":
         st.warning(GONE_UPLOAD_WARNING, icon=":material/link_off:")
     if (db_error := st.session_state.get(_DB_ERROR)) and dataset.key == "sample":
-        st.error("The database could not be opened; showing the sample data:", icon=":material/database:")
+        st.error(DB_LINK_ERROR, icon=":material/database:")
         st.code(db_error, language=None, wrap_lines=True)  # user text (a path): verbatim
     if st.session_state.get(_MISSING_KEY) and dataset.key == "sample":
         st.warning(missing_dataset_note(st.session_state[_MISSING_KEY], keys), icon=":material/link_off:")

@@ -76,7 +76,8 @@ def submit_database(at: AppTest, text: str) -> AppTest:
 def db_error(at: AppTest) -> str | None:
     heads = [e.value for e in at.error]
     for head in ("Could not open the database; nothing changed. Why:",
-                 "The database could not be opened; showing the sample data:"):
+                 "The database could not be opened; showing the sample data. Open it again, or "
+                 "another one, on Your data. Why:"):
         if head in heads:
             return next(c.value for c in at.code)
     return None
