@@ -11,7 +11,7 @@
   when ``file.size > maxSize``. So a browser on Linux or macOS refuses anything over
   ``50 * 1000**2`` bytes, a browser on Windows anything over ``50 * 1024**2``, and Streamlit's
   server anything over ``50 * 1024**2`` (plus a little slack). The one cap that every browser
-  enforces the same way is therefore ``50 * 1000**2 = 50,000,000`` bytes; the Home page and the
+  enforces the same way is therefore ``50 * 1000**2 = 50,000,000`` bytes; the Your data page and the
   library refuse a larger file with their own message (reachable from a Windows browser or a
   script). tests/test_hostile_limits.py reads config.toml and checks the two agree.
 

@@ -1,4 +1,4 @@
-"""Home's "Open a database" panel: a database URL in, this session's dataset out (streamlit).
+"""Your data's "Open your agent's database" panel: a database URL in, this session's dataset out (streamlit).
 
 The URL is typed into a form that clears on submit, checked and read by
 :func:`convmem_dashboard.data.register_database`, and held on the server only: the page, the
@@ -67,8 +67,8 @@ def database_panel(current_key: str, conversations=()) -> None:
                   key="db_reread", help="Pick up messages appended since it was read.")
     if current_key == SAMPLE_DB_KEY or current_key.startswith("db:"):
         st.caption(
-            f"The {len(conversations):,} conversations read from the database in use; pick any of "
-            "them in a page's Conversation box."
+            f"The {len(conversations):,} conversations read from the database in use; pick one in "
+            "the Conversation box under Conversation in use below: every page then shows it."
         )
         show_table(
             conversation_listing(conversations), hide_index=True, height=min(35 * 8 + 3, 35 * (len(conversations) + 1) + 3),

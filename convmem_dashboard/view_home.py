@@ -103,14 +103,21 @@ def conversation_metrics(conv: Conversation) -> tuple[Metric, ...]:
 
 
 def conversation_caption(conv: Conversation) -> str:
-    """One Markdown line naming the conversation's shopper and id (user text, escaped).
+    """One Markdown line naming the conversation's shopper and id (user text, escaped). O(1).
+
+    A conversation without a shopper id (a coding agent's session, a file without user ids) is
+    named by its id, not as "Shopper (no shopper id)", which read as a shopper of that name.
 
     >>> from convmem import Conversation
     >>> conversation_caption(Conversation("c-1", "a_b*", ()))
     'Shopper **a\\\\_b\\\\*** · conversation c\\\\-1'
+    >>> conversation_caption(Conversation("S1", None, ()))
+    'Conversation **S1** (no shopper id)'
     """
-    shopper = md_escape(clean_text(conv.user_id, 60)) if conv.user_id else "(no shopper id)"
-    return f"Shopper **{shopper}** · conversation {md_escape(clean_text(conv.id, 80))}"
+    conv_id = md_escape(clean_text(conv.id, 80))
+    if not conv.user_id:
+        return f"Conversation **{conv_id}** (no shopper id)"
+    return f"Shopper **{md_escape(clean_text(conv.user_id, 60))}** · conversation {conv_id}"
 
 
 def roles_table(conv: Conversation) -> list[dict[str, object]]:
@@ -125,7 +132,7 @@ def roles_table(conv: Conversation) -> list[dict[str, object]]:
 
 @dataclass(frozen=True, slots=True)
 class UploadOutcome:
-    """What Home says after an upload: a success line, and when conversations were skipped a
+    """What Your data says after an upload: a success line, and when conversations were skipped a
     warning and the expander's title (the reasons go in st.code, verbatim)."""
 
     success: str

@@ -76,7 +76,8 @@ def submit_database(at: AppTest, text: str) -> AppTest:
 def db_error(at: AppTest) -> str | None:
     heads = [e.value for e in at.error]
     for head in ("Could not open the database; nothing changed. Why:",
-                 "The database could not be opened; showing the sample data:"):
+                 "The database could not be opened; showing the sample data. Open it again, or "
+                 "another one, on Your data. Why:"):
         if head in heads:
             return next(c.value for c in at.code)
     return None
@@ -93,6 +94,10 @@ def test_open_a_sqlite_file_on_your_data_lists_its_conversations(sqlite_db, conv
     assert str(sqlite_db.name) in shown["Dataset"].replace("\\", "")
     assert at.text_input(key="db_url").value == ""  # the form clears: the URL is not kept in view
     assert any("load_history over SQLStore.pager" in c.value for c in at.caption)
+    # the picker is on this page now (below), not on every page: the caption says where it is
+    assert (f"The {len(conversations):,} conversations read from the database in use; pick one in the "
+            "Conversation box under Conversation in use below: every page then shows it."
+            in [c.value for c in at.caption])
     listing = next(d.value for d in at.dataframe if "conversation" in d.value.columns)
     assert list(listing["conversation"]) == [c.id for c in conversations]
     assert list(listing["messages"]) == [len(c.messages) for c in conversations]

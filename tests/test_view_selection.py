@@ -246,6 +246,8 @@ def test_home_view_model():
                                   Message("t", "user", 1)), ("1234567890",))
     shown = {m.label: m.value for m in conversation_metrics(c)}
     assert conversation_caption(c) == r"Shopper **a\*b** · conversation c"
+    # a coding agent's session has no shopper: named by its id, not as "Shopper (no shopper id)"
+    assert conversation_caption(Conversation("S-1", None, ())) == r"Conversation **S\-1** (no shopper id)"
     assert shown == {"Messages in it": "3", "Tokens in it": "11",
                      "Tool calls": "0", "Listing ids": "1"}
     assert roles_table(c) == [{"role": "system", "messages": 1, "tokens": 4},
