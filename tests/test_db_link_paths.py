@@ -6,6 +6,7 @@ from __future__ import annotations
 import pytest
 
 from apptest_support import YOUR_DATA, open_dashboard_page
+from convmem_dashboard.data import DB_LINK_ERROR
 from convmem_dashboard.db_source import DatabaseSourceError, parse_database_url
 
 TOO_LONG_NAME = "sqlite:///" + "a" * 900  # under MAX_URL_CHARS, over the OS's 255-byte name limit
@@ -26,7 +27,7 @@ def test_a_path_the_os_refuses_is_a_database_source_error(text, shown):
 def test_a_db_link_with_a_path_the_os_refuses_shows_the_error_and_the_sample(page):
     at = open_dashboard_page(page, {"db": TOO_LONG_NAME})
     assert not at.exception, [e.value for e in at.exception]
-    assert [e.value for e in at.error] == ["The database could not be opened; showing the sample data:"]
+    assert [e.value for e in at.error] == [DB_LINK_ERROR]
     assert "cannot use the SQLite path" in at.code[0].value
     assert at.query_params.get("conv") == "fatima_kim_4514-1"
     assert "db" not in at.query_params
