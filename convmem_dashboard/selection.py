@@ -41,6 +41,7 @@ SHOPPER_KEY = "shopper"
 _SELECTED = "_selected_conv"  # {dataset key: conversation id}
 _URL_SEEN = "_url_seen"  # {url key: the value this session last read or wrote}
 _WIDGET_SET = "_widget_set"  # {widget key: the value this module last put in the widget}
+_CONFLICT = "_link_shopper_conflict"  # the note of a link whose ?shopper= is not its ?conv='s
 
 
 @dataclass(frozen=True)
@@ -112,11 +113,37 @@ def selected_conversation(dataset: Dataset) -> str | None:
     conv = resolve_selection(
         ch.ids, url=url, url_seen=_state(_URL_SEEN).get(CONV_KEY), session=session, default=ch.default
     )
+    if url is not None and url != _state(_URL_SEEN).get(CONV_KEY) and url in ch.ids:
+        _adopt_link_shopper(ch, url)
     if url is not None:
         _state(_URL_SEEN)[CONV_KEY] = url
     if conv is not None:
         selected[dataset.key] = conv
     return conv
+
+
+def _adopt_link_shopper(ch: Choices, conv: str) -> None:
+    """A new link's ``?conv=`` (``conv``, in this dataset) decides its shopper: the link's
+    ``?shopper=`` is read as seen here, so no page adopts it later and swaps the conversation
+    (break25: opened on Home, the shopper silently replaced the conversation on Listing
+    eviction). When the two disagree, the note for :func:`_shopper_conflict_note` is kept."""
+    shopper = _url_value(SHOPPER_KEY)
+    if shopper is None or shopper == _state(_URL_SEEN).get(SHOPPER_KEY):
+        return
+    _state(_URL_SEEN)[SHOPPER_KEY] = shopper
+    if shopper != ch.shopper_of[conv]:
+        st.session_state[_CONFLICT] = (
+            f"The link's shopper {md_escape(repr(shopper))} is not the shopper of its conversation "
+            f"{md_escape(repr(conv))}: showing that conversation and its shopper "
+            f"{md_escape(repr(ch.shopper_of[conv]))}."
+        )
+
+
+def _shopper_conflict_note(where) -> None:
+    """Warn, in ``where``, about the link whose shopper and conversation disagreed (kept through
+    the runs the dashboard splits from it, url_params.kept_note), once."""
+    if note := kept_note(_CONFLICT, st.session_state.pop(_CONFLICT, None)):
+        (where or st).warning(note, icon=":material/link:")
 
 
 def _selectbox(where, label: str, key: str, options, value: str, labels: dict[str, str], help: str) -> None:
@@ -139,6 +166,7 @@ def conversation_in_use(dataset: Dataset, where=None) -> str | None:
     if conv is None:
         return None
     _link_note(where, CONV_KEY, "conversation", url if new_link and url not in ch.ids else None, conv)
+    _shopper_conflict_note(where)
     _write_url(CONV_KEY, conv)
     return conv
 
@@ -200,6 +228,7 @@ def shopper_picker(dataset: Dataset, where=None, label: str = "Shopper") -> str 
         shopper, conv = wanted, ch.shopper_default[wanted]
         _state(_SELECTED)[dataset.key] = conv
     _link_note(where, SHOPPER_KEY, "shopper", unknown, shopper)
+    _shopper_conflict_note(where)
     _selectbox(
         where or st, label, SHOPPER_KEY, ch.shoppers, shopper, ch.shopper_labels,
         "Shopper (user id) · conversations · messages · tokens. Type to search. Kept on every "

@@ -16,6 +16,7 @@ from convmem_dashboard import data as data_module
 from convmem_dashboard.choices import conversation_label, default_conversation_id, most_tokens_id
 from convmem_dashboard.listing_definitions import extractor, listings_of
 from convmem_dashboard.questions import QUESTIONS
+from convmem_dashboard.data import md_escape
 from convmem_dashboard.view_home import conversation_caption
 from apptest_support import PAGES, YOUR_DATA, metrics, ok, open_dashboard_page
 
@@ -237,3 +238,33 @@ def test_a_clone_without_shared_offers_no_retail_and_says_so_for_a_retail_link(m
     box.set_value("synthetic-1000")
     ok(at.run())
     assert not any("not on this machine" in w.value for w in at.warning)
+
+
+@pytest.mark.parametrize("first", [HOME, LISTING, "app_pages/token_budget.py"])
+def test_a_link_whose_shopper_is_not_its_conversations_keeps_the_conversation_and_says_so(convs, first):
+    """break25: ``?conv=`` of one shopper with ``?shopper=`` of another, opened on Home, showed the
+    conversation there, then Listing eviction adopted the shopper and silently swapped the
+    conversation on every page. The conversation (the more specific) now decides, and the page
+    that opens the link says the shopper was not taken."""
+    conv = next(c for c in convs if c.user_id)
+    other = next(c.user_id for c in convs if c.user_id and c.user_id != conv.user_id)
+    at = ok(open_dashboard_page(first, {"conv": conv.id, "shopper": other}))
+    assert [w.value for w in at.warning] == [
+        f"The link's shopper {md_escape(repr(other))} is not the shopper of its conversation "
+        f"{md_escape(repr(conv.id))}: showing that conversation and its shopper "
+        f"{md_escape(repr(conv.user_id))}."
+    ]
+    for page in (LISTING, HOME, "app_pages/flaky_store.py", LISTING):
+        at.switch_page(page)
+        ok(at.run())
+        assert at.query_params["conv"] == conv.id, page
+        if page == LISTING:
+            assert at.selectbox(key="shopper").value == conv.user_id
+            assert at.query_params["shopper"] == conv.user_id
+        assert [w.value for w in at.warning] == [], page  # said once, where the link opened
+
+
+def test_a_link_with_an_unknown_conversation_still_takes_its_shopper(convs):
+    shopper = sorted({c.user_id for c in convs if c.user_id})[-1]
+    at = ok(open_dashboard_page(LISTING, {"conv": "no-such-conversation", "shopper": shopper}))
+    assert at.selectbox(key="shopper").value == shopper
