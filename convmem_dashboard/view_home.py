@@ -1,4 +1,5 @@
-"""The Home page's view model: everything the page derives, as pure functions (no streamlit).
+"""The view model of Home and Your data (the data in use, the conversation in use, the upload):
+everything the two pages derive, as pure functions (no streamlit).
 
 * :data:`QUESTION` and :data:`PAGE_LINKS`: the page's first sentence, and each page's link with
   the one question it answers (convmem_dashboard.questions).
