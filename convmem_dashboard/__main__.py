@@ -19,12 +19,14 @@ import importlib
 import importlib.util
 import logging
 import sys
+import threading
+import time
 from collections.abc import Iterator, Sequence
 from pathlib import Path
 
 __all__ = [
     "PRELOAD", "STREAMLIT_FIRST_RUN", "dashboard_modules", "main", "preload", "streamlit_first_run",
-    "warm_default_counter", "warm_module_files",
+    "warm_default_counter", "warm_default_data", "warm_module_files", "warm_module_files_when_serving",
 ]
 
 #: Imported before the server starts, in this order (the slow first imports of a page view);
@@ -43,6 +45,9 @@ PAGES_DIR = DASHBOARD.parent / "app_pages"
 #: Streamlit's logger that warns, for each ``st.cache_data`` decorated with no server running yet,
 #: that it checked the cache's parameters against an in-memory storage (see :func:`preload`).
 _CACHE_DATA_LOGGER = "streamlit.runtime.caching.cache_data_api"
+#: Streamlit's logger that warns when Streamlit code runs outside a script run (see
+#: :func:`warm_default_data`).
+_SCRIPT_CONTEXT_LOGGER = "streamlit.runtime.scriptrunner_utils.script_run_context"
 
 
 def streamlit_first_run() -> tuple[str, ...]:
@@ -75,7 +80,20 @@ def dashboard_modules(pages_dir: Path = PAGES_DIR, entry: Path = DASHBOARD) -> t
 
 
 @contextlib.contextmanager
-def _cache_params_warnings_muted() -> Iterator[None]:
+def _muted(*names: str) -> Iterator[None]:
+    """Silence the loggers ``names`` below ERROR inside the block (then restore their levels)."""
+    loggers = [logging.getLogger(name) for name in names]
+    levels = [logger.level for logger in loggers]
+    for logger in loggers:
+        logger.setLevel(logging.ERROR)
+    try:
+        yield
+    finally:
+        for logger, level in zip(loggers, levels):
+            logger.setLevel(level)
+
+
+def _cache_params_warnings_muted() -> contextlib.AbstractContextManager[None]:
     """Silence :data:`_CACHE_DATA_LOGGER` below ERROR inside the block (then restore its level).
 
     ``st.cache_data`` checks its parameters when it decorates, against the running server's
@@ -83,19 +101,14 @@ def _cache_params_warnings_muted() -> Iterator[None]:
     warning. The storage a cache really uses is taken on its first call, inside the server's
     runs, so the preloaded modules' caches are the server's: the warning is noise there.
     """
-    logger = logging.getLogger(_CACHE_DATA_LOGGER)
-    level = logger.level
-    logger.setLevel(logging.ERROR)
-    try:
-        yield
-    finally:
-        logger.setLevel(level)
+    return _muted(_CACHE_DATA_LOGGER)
 
 
 def preload(pages_dir: Path = PAGES_DIR) -> None:
     """Import :data:`PRELOAD`, :func:`streamlit_first_run`, then :func:`dashboard_modules`
     (their caches' parameter checks not logged, see :func:`_cache_params_warnings_muted`), in
-    order, then builds convmem's default token counter (:func:`warm_default_counter`) and fills
+    order, then builds convmem's default token counter (:func:`warm_default_counter`), reads the
+    bundled sample into the dashboard's caches (:func:`warm_default_data`) and fills
     the module-by-file table Streamlit's first element reads (:func:`warm_module_files`). Nothing
     is frozen (``gc.freeze``): convmem's loads and replays move what they made to the oldest
     generation with a freeze and unfreeze of their own, which they skip while anything else is
@@ -108,6 +121,7 @@ def preload(pages_dir: Path = PAGES_DIR) -> None:
         for name in dashboard_modules(pages_dir):
             importlib.import_module(name)
     warm_default_counter()
+    warm_default_data()
     warm_module_files()
 
 
@@ -133,6 +147,29 @@ def warm_module_files() -> None:
     is_repl()
 
 
+def warm_module_files_when_serving(timeout_s: float = 60.0, poll_s: float = 0.1) -> threading.Thread:
+    """Run :func:`warm_module_files` again, in a daemon thread, once Streamlit's runtime has
+    started (its state past ``INITIAL``). Starting the server imports about 130 more modules
+    after the preload (uvicorn, starlette, websockets, anyio, h11: session 25's count), whose
+    paths the first view's REPL check would otherwise resolve inside that view's run. Gives up
+    after ``timeout_s`` seconds (a server that never starts); polls every ``poll_s`` seconds.
+    Returns the thread (started)."""
+
+    def run() -> None:
+        from streamlit.runtime.runtime import Runtime, RuntimeState
+
+        deadline = time.monotonic() + timeout_s
+        while time.monotonic() < deadline:
+            if Runtime.exists() and Runtime.instance().state is not RuntimeState.INITIAL:
+                warm_module_files()
+                return
+            time.sleep(poll_s)
+
+    thread = threading.Thread(target=run, name="convmem-warm-module-files", daemon=True)
+    thread.start()
+    return thread
+
+
 def warm_default_counter() -> bool:
     """Build ``convmem.tokens.default_counter()`` (process-wide, built once: cl100k_base's ranks
     read from the packaged file, 0.25-0.35 s) now, not in the first Token budget view, which
@@ -147,10 +184,25 @@ def warm_default_counter() -> bool:
     return True
 
 
+def warm_default_data() -> None:
+    """Read the bundled sample (the data of a link without ``?data=``) and list its conversations
+    into the dashboard's caches now (``st.cache_resource`` and ``st.cache_data`` keep one cache per
+    function for the whole process, made before the server starts or after; for ``persist=None``
+    the in-memory storage Streamlit uses with no server yet behaves as the server's): a fresh
+    server's first view then finds both, as a later view does (about 0.04 s of that view's run:
+    session 25's profile). Streamlit's warnings that no server or script run exists yet are not
+    logged."""
+    from convmem_dashboard.selection import choices_of
+
+    with _muted(_CACHE_DATA_LOGGER, _SCRIPT_CONTEXT_LOGGER):
+        choices_of("sample")
+
+
 def main(argv: Sequence[str] | None = None) -> None:
-    """:func:`preload`, then run ``streamlit run dashboard.py *argv`` (default: this process's
+    """:func:`preload`, :func:`warm_module_files_when_serving`, then run ``streamlit run dashboard.py *argv`` (default: this process's
     arguments). Exits with Streamlit's exit status (raises SystemExit)."""
     preload()
+    warm_module_files_when_serving()
     from streamlit.web import cli
 
     args = list(sys.argv[1:] if argv is None else argv)

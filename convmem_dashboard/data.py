@@ -78,6 +78,7 @@ __all__ = [
     "picker_help",
     "counter_name",
     "SPLIT_LOAD_MESSAGES",
+    "load_can_be_long",
 ]
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -524,8 +525,12 @@ def dataset_picker() -> Dataset:
         help=picker_help(keys),
     )
     # A cold link to a big dataset generates or parses it here, first: say so (issue 10 item 3).
-    # Streamlit shows the spinner only past 0.5 s, so a cached dataset shows nothing.
-    with st.spinner(f"Loading the data in use: {_label(key)}…", show_time=True):
+    # Streamlit shows the spinner only past 0.5 s, so a cached dataset shows nothing; a load that
+    # is never long gets none (each spinner starts a thread, in every run of every page).
+    if load_can_be_long(key):
+        with st.spinner(f"Loading the data in use: {_label(key)}…", show_time=True):
+            dataset = get_dataset(key)
+    else:
         dataset = get_dataset(key)
     shown = st.session_state.setdefault(_SHOWN_KEY, set())
     if key not in shown:
@@ -544,6 +549,24 @@ def dataset_picker() -> Dataset:
         f"{plural(dataset.message_count, 'message')} · tokens: {counter_name()}"
     )
     return dataset
+
+
+def load_can_be_long(key: str) -> bool:
+    """Whether reading dataset ``key`` can take long enough to show a spinner for: not the bundled
+    sample (435 messages, 0.03 s), an upload (parsed when it was uploaded) or a synthetic set of
+    at most :data:`SPLIT_LOAD_MESSAGES` messages; every other key (the real retail run, a
+    database, a bigger synthetic set) can. O(1).
+
+    >>> keys = ("sample", "upload:00ff", "synthetic-1000", "synthetic-100000", "retail", "sample-db")
+    >>> [load_can_be_long(k) for k in keys]
+    [False, False, False, True, True, True]
+    """
+    if key == "sample" or key.startswith("upload:"):
+        return False
+    if key.startswith("synthetic-"):
+        size = key.removeprefix("synthetic-")
+        return not size.isdigit() or int(size) > SPLIT_LOAD_MESSAGES
+    return True
 
 
 def counter_name() -> str:

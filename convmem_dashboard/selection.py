@@ -30,7 +30,7 @@ from .choices import (
     resolve_selection,
     shopper_label,
 )
-from .data import Dataset, get_dataset, md_escape
+from .data import SPLIT_LOAD_MESSAGES, Dataset, get_dataset, md_escape
 from .tables_eviction import shopper_key, shopper_options
 from .url_params import kept_note
 
@@ -57,9 +57,19 @@ class Choices:
     shopper_default: dict[str, str]  # shopper key -> the conversation it selects
 
 
-@st.cache_data(show_spinner="Listing the conversations…", max_entries=16)
 def choices_of(dataset_key: str) -> Choices:
-    """Options, labels and the default of a dataset. O(messages + listing mentions), once."""
+    """Options, labels and the default of a dataset. O(messages + listing mentions), once (cached
+    per dataset key); a spinner says so while it runs when the dataset has more than
+    :data:`convmem_dashboard.data.SPLIT_LOAD_MESSAGES` messages (a spinner starts a thread, so a
+    small dataset gets none)."""
+    if get_dataset(dataset_key).message_count > SPLIT_LOAD_MESSAGES:
+        with st.spinner("Listing the conversations…"):
+            return _choices(dataset_key)
+    return _choices(dataset_key)
+
+
+@st.cache_data(show_spinner=False, max_entries=16)
+def _choices(dataset_key: str) -> Choices:
     convs = get_dataset(dataset_key).conversations
     groups = group_by_user(convs)
     shoppers = tuple(shopper_options(groups))

@@ -168,3 +168,61 @@ def test_magic_is_off_and_no_page_relies_on_it(tmp_path):
     sample = tmp_path / "page.py"
     sample.write_text('"""Doc."""\nimport streamlit as st\nst.title("x")\nif True:\n    "shown by magic"\n')
     assert _magic_writes(sample) == [5]
+
+
+def test_warm_default_data_fills_the_caches_a_first_view_reads(monkeypatch):
+    """The bundled sample and its conversation choices are cached before the first view: that
+    view reads neither the file nor groups the conversations again."""
+    import streamlit as st
+
+    from convmem_dashboard import data, selection
+
+    st.cache_data.clear()
+    st.cache_resource.clear()
+    launcher.warm_default_data()
+    calls = []
+    monkeypatch.setattr(data, "load_conversations", lambda *a, **k: calls.append(a) or ())
+    monkeypatch.setattr(selection, "group_by_user", lambda *a: calls.append(a) or {})
+    choices = selection.choices_of("sample")
+    assert calls == [] and len(choices.ids) > 1 and choices.default in choices.ids
+
+
+class _FakeRuntime:
+    """Streamlit's Runtime as warm_module_files_when_serving reads it: exists() and
+    instance().state, started after ``start_after`` polls."""
+
+    def __init__(self, start_after: int) -> None:
+        self.polls = 0
+        self.start_after = start_after
+
+    def exists(self) -> bool:
+        self.polls += 1
+        return self.polls > self.start_after
+
+    def instance(self):
+        from streamlit.runtime.runtime import RuntimeState
+
+        return type("R", (), {"state": RuntimeState.NO_SESSIONS_CONNECTED})()
+
+
+def test_module_files_are_warmed_again_once_the_server_runs(monkeypatch):
+    from streamlit.runtime import runtime
+
+    fake = _FakeRuntime(start_after=3)
+    monkeypatch.setattr(runtime, "Runtime", fake)
+    warmed = []
+    monkeypatch.setattr(launcher, "warm_module_files", lambda: warmed.append(fake.polls))
+    launcher.warm_module_files_when_serving(timeout_s=10, poll_s=0.001).join(10)
+    assert warmed == [4]  # once, at the first poll that found the runtime started
+
+
+def test_a_server_that_never_starts_is_given_up(monkeypatch):
+    from streamlit.runtime import runtime
+
+    fake = _FakeRuntime(start_after=10**9)
+    monkeypatch.setattr(runtime, "Runtime", fake)
+    warmed = []
+    monkeypatch.setattr(launcher, "warm_module_files", lambda: warmed.append(1))
+    thread = launcher.warm_module_files_when_serving(timeout_s=0.05, poll_s=0.001)
+    thread.join(5)
+    assert not thread.is_alive() and warmed == [] and fake.polls > 1
