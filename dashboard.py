@@ -47,7 +47,7 @@ read_database_param()
 # Before any widget is seeded from the URL: Streamlit's own parsing of a bound value such as
 # ?seed=inf raises before a page could catch it (convmem_dashboard.url_params, issue 9).
 sanitize_query_params()
-dataset_picker()
+dataset_picker(picker=page_file != PAGES[0][0])  # Home names the data in use (no selectbox: item 3)
 if question_slot is not None:
     question_slot.empty()
 pg.run()

@@ -1,10 +1,11 @@
 """Home: what convmem does, the links to the pages, and the data in use (a summary; the data is
 chosen and brought on Your data, app_pages/your_data.py).
 
-Home is the first view of a fresh server, so it draws only text, page links and metrics: its cold
-view settles in about the time Streamlit's frontend takes to draw a one-line app (issue 10 item 3;
-docs/decisions.md "Home draws no widget below its links"). The database form, the upload and the
-conversation picker are on Your data.
+Home is the first view of a fresh server, so it draws only text, page links and metrics, and its
+sidebar names the data in use instead of drawing the data picker: its cold view settles in about
+the time Streamlit's frontend takes to draw a one-line app (issue 10 item 3; docs/decisions.md
+"Home draws no widget below its links", "Home's sidebar names the data in use"). The database
+form, the upload, the data picker and the conversation picker are on Your data.
 """
 
 import streamlit as st
@@ -33,7 +34,7 @@ for col, link in zip(cols, PAGE_LINKS):
     col.page_link(link.path, label=link.label, icon=link.icon)
     col.caption(link.question)
 
-dataset = data_in_use()
+dataset = data_in_use("on Your data")  # Home's sidebar names the data; the picker is on every other page
 if (conv_id := conversation_in_use(dataset)) is not None:
     st.markdown(f"Conversation in use: {conversation_caption(dataset.conversation(conv_id))}")
 st.page_link(YOUR_DATA_LINK.path, label=YOUR_DATA_LINK.label, icon=YOUR_DATA_LINK.icon)

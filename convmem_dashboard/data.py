@@ -59,6 +59,7 @@ __all__ = [
     "SAMPLE_FILE",
     "SAMPLE_SQLITE",
     "dataset_picker",
+    "resolve_data_key",
     "current_dataset",
     "get_dataset",
     "register_upload",
@@ -103,6 +104,13 @@ SYNTHETIC_SIZES = (1_000, 10_000, 100_000)
 #: The upload cap in bytes: the one the browser enforces for server.maxUploadSize (convmem.limits).
 MAX_UPLOAD_BYTES = UPLOAD_MAX_BYTES
 _DATA_KEY = "data"
+#: Session key of the dataset in use: what :func:`dataset_picker` last resolved (and wrote into
+#: the picker's key ``data``). A different value under ``data`` is a pick (the sidebar's picker,
+#: an upload, a database opened, a test); the URL's ``?data=`` is written by hand.
+_IN_USE_KEY = "_data_in_use"
+#: Session key of the ``?data=`` value the picker last read from or wrote to the URL: a different
+#: one is a new link (the browser's back button, an edited URL) and wins, as ``?conv=`` does.
+_URL_SEEN_KEY = "_data_url_seen"
 #: Session key of an upload the URL asked for that this server no longer holds (see dataset_picker).
 _GONE_KEY = "_gone_upload"
 #: Session key of a built-in dataset the URL asked for that this machine does not have.
@@ -501,8 +509,19 @@ def _check_database() -> None:
     st.session_state.pop(_DB_ERROR, None)
 
 
-def dataset_picker() -> Dataset:
-    """The sidebar's data selector (bound to the URL as ``?data=``); returns the dataset in use.
+def dataset_picker(picker: bool = True) -> Dataset:
+    """The sidebar's data selector; returns the dataset in use.
+
+    The choice is kept in the session and in the URL as ``?data=`` (omitted for the sample, as a
+    widget bound to the URL omits its default). A pick (the sidebar's picker, an upload, a
+    database opened) wins; then a ``?data=`` the session has not seen (a shared link, an edited
+    URL); then the session's choice; then the sample (:func:`resolve_data_key`).
+
+    ``picker=False`` (Home) draws the dataset's name in the sidebar instead of the selectbox:
+    Streamlit's frontend loads a selectbox's code when the first one shows, and that alone kept a
+    cold Home view 0.2-0.5 s over the bare app (issue 10 item 3; docs/decisions.md "Home's sidebar
+    names the data in use"). The URL is not bound to a widget for that reason too: a bound
+    widget that a page does not draw takes its parameter out of the URL.
 
     When the URL asks for an upload this server no longer holds, the sample is used and a warning
     says so (on every page, until another dataset is picked or a file is uploaded). A dataset of
@@ -512,18 +531,34 @@ def dataset_picker() -> Dataset:
     _read_url_upload()
     _check_database()
     keys = available_keys()
-    if st.session_state.get(_DATA_KEY) not in keys:
-        st.session_state.pop(_DATA_KEY, None)
-    # No format_func: a URL-bound selectbox writes the *shown* option into the URL, so the
-    # options are the plain keys and the friendly label goes in the caption below.
-    key = st.sidebar.selectbox(
-        "Data in use",
+    url = st.query_params.get(_DATA_KEY)
+    url = url if isinstance(url, str) else None
+    key = resolve_data_key(
         keys,
-        key=_DATA_KEY,
-        bind="query-params",
-        on_change=_forget_gone_upload,
-        help=picker_help(keys),
+        widget=st.session_state.get(_DATA_KEY),
+        in_use=st.session_state.get(_IN_USE_KEY),
+        url=url,
+        url_seen=st.session_state.get(_URL_SEEN_KEY),
     )
+    st.session_state[_IN_USE_KEY] = key
+    st.session_state[_DATA_KEY] = key  # before the widget: it shows the key in use
+    if key != "sample":
+        st.query_params[_DATA_KEY] = key
+    elif url is not None and url != "sample":
+        del st.query_params[_DATA_KEY]  # back to the sample: the link no longer names another
+    st.session_state[_URL_SEEN_KEY] = st.query_params.get(_DATA_KEY)
+    # No format_func: the options are the plain keys (the key is what the URL holds) and the
+    # friendly label goes in the caption below.
+    if picker:
+        st.sidebar.selectbox(
+            "Data in use",
+            keys,
+            key=_DATA_KEY,
+            on_change=_forget_gone_upload,
+            help=picker_help(keys),
+        )
+    else:
+        st.sidebar.markdown(f"**Data in use:** `{key}`")
     # A cold link to a big dataset generates or parses it here, first: say so (issue 10 item 3).
     # Streamlit shows the spinner only past 0.5 s, so a cached dataset shows nothing; a load that
     # is never long gets none (each spinner starts a thread, in every run of every page).
@@ -547,8 +582,41 @@ def dataset_picker() -> Dataset:
     st.sidebar.caption(
         f"{dataset.label}: {plural(len(dataset.conversations), 'conversation')} · "
         f"{plural(dataset.message_count, 'message')} · tokens: {counter_name()}"
+        + ("" if picker else ". Pick another dataset on Your data or on any other page.")
     )
     return dataset
+
+
+def resolve_data_key(keys, *, widget: str | None, in_use: str | None, url: str | None,
+                     url_seen: str | None) -> str:
+    """The dataset key a run shows, from the datasets offered (``keys``), the value under the
+    picker's key (``widget``), the key in use after the last run (``in_use``), the URL's
+    ``?data=`` now (``url``) and the one the picker last read or wrote (``url_seen``). O(keys).
+
+    A ``widget`` value other than ``in_use`` is a pick and wins; then a URL value not seen yet
+    (a shared link, an edited URL, the browser's back button); then the key in use; then the
+    sample. Values that are not offered are passed over (the link warnings name them).
+
+    >>> keys = ["sample", "retail", "synthetic-1000"]
+    >>> resolve_data_key(keys, widget=None, in_use=None, url="retail", url_seen=None)  # a link
+    'retail'
+    >>> resolve_data_key(keys, widget="synthetic-1000", in_use="retail", url="retail", url_seen="retail")
+    'synthetic-1000'
+    >>> resolve_data_key(keys, widget="retail", in_use="retail", url="retail", url_seen="retail")
+    'retail'
+    >>> resolve_data_key(keys, widget="sample", in_use="sample", url="retail", url_seen=None)  # back button
+    'retail'
+    >>> resolve_data_key(keys, widget=None, in_use=None, url="upload:gone", url_seen=None)
+    'sample'
+    """
+    offered = set(keys)
+    if widget is not None and widget != in_use and widget in offered:
+        return widget
+    if url is not None and url != url_seen and url in offered:
+        return url
+    if in_use in offered:
+        return in_use
+    return "sample"
 
 
 def load_can_be_long(key: str) -> bool:
@@ -586,4 +654,4 @@ def counter_name() -> str:
 
 def current_dataset() -> Dataset:
     """The dataset chosen in the sidebar (dashboard.py renders the picker before every page)."""
-    return get_dataset(st.session_state.get(_DATA_KEY) or "sample")
+    return get_dataset(st.session_state.get(_IN_USE_KEY) or st.session_state.get(_DATA_KEY) or "sample")

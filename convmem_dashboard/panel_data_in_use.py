@@ -12,13 +12,14 @@ from .view_home import dataset_metrics
 __all__ = ["data_in_use"]
 
 
-def data_in_use() -> Dataset:
-    """Draw the section (a subheader, five metrics, the source's caption) and return the dataset
-    in use (the sidebar's choice, :func:`convmem_dashboard.data.current_dataset`)."""
+def data_in_use(where_to_pick: str = "in the sidebar") -> Dataset:
+    """Draw the section (a subheader, five metrics, the source's caption ending "Pick another
+    dataset ``where_to_pick``.") and return the dataset in use (the sidebar's choice,
+    :func:`convmem_dashboard.data.current_dataset`)."""
     st.subheader("Data in use")
     dataset = current_dataset()
     st.metric("Dataset", dataset.label)
     for col, metric in zip(st.columns(4), dataset_metrics(dataset.conversations)):
         col.metric(metric.label, metric.value, help=metric.help)
-    st.caption(f"Source: {dataset.note}. Pick another dataset in the sidebar.")
+    st.caption(f"Source: {dataset.note}. Pick another dataset {where_to_pick}.")
     return dataset

@@ -82,8 +82,9 @@ POLICIES = ("pin_system", "pin_latest_user", "keep_tool_groups", "start_on_user"
 #: Token budget target modes: off (target = limit), a percentage of the limit, or a token count.
 TARGET_MODES = ("off", "percent", "tokens")
 #: Keys the dashboard reads and writes itself instead of binding a widget (the shared conversation
-#: selection, convmem_dashboard.selection; the per-shopper cap slider, app_pages/listing_eviction.py).
-UNBOUND_KEYS = ("conv", "shopper", "cap")
+#: selection, convmem_dashboard.selection; the per-shopper cap slider, app_pages/listing_eviction.py;
+#: the dataset in use, convmem_dashboard.data.dataset_picker: Home names it without a picker).
+UNBOUND_KEYS = ("conv", "shopper", "cap", "data")
 #: What counts as a listing (convmem_dashboard.listing_definitions.DEFINITIONS).
 LISTING_DEFINITIONS = ("digits", "catalog", "keys")
 #: The cost panel's provider presets (convmem.PROVIDERS keys).

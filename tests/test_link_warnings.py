@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import pytest
 
-from apptest_support import ok, open_dashboard_page
+from apptest_support import ok, open_dashboard_page, to_your_data
 from convmem_dashboard.data import md_escape
 from convmem_dashboard.url_params import out_of_range_note
 
@@ -69,6 +69,8 @@ def test_an_unknown_dataset_in_a_link_is_named(page, asked):
     )
     assert link_warnings(at) == [note]
     assert link_warnings(ok(at.run())) == [note]
+    if page == "app_pages/home.py":  # Home's sidebar names the data; the picker is on every other page
+        assert link_warnings(to_your_data(at)) == [note]
     at.sidebar.selectbox(key="data").set_value("synthetic-1000")
     assert link_warnings(ok(at.run())) == []
 

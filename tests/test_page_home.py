@@ -37,7 +37,13 @@ def open_home(query: dict | None = None) -> AppTest:
 
 
 def data_in_use(at: AppTest) -> str:
-    return at.selectbox(key="data").value
+    """The dataset key in use: the sidebar picker's value, or on Home (no picker) the key its
+    sidebar names."""
+    if boxes := [b for b in at.sidebar.selectbox if b.key == "data"]:
+        return boxes[0].value
+    named = [m.value for m in at.sidebar.markdown if m.value.startswith("**Data in use:** `")]
+    assert len(named) == 1, [m.value for m in at.sidebar.markdown]
+    return named[0].split("`")[1]
 
 
 def upload(at: AppTest, name: str, data: bytes, mime: str = "application/json") -> AppTest:
@@ -205,7 +211,10 @@ def test_home_draws_no_widget_and_names_the_conversation_in_use():
     for kind in ("selectbox", "text_input", "button", "file_uploader", "dataframe", "number_input",
                  "slider", "checkbox", "toggle", "radio", "multiselect", "text_area"):
         assert len(main.get(kind)) == 0, kind
-    assert len(at.sidebar.selectbox) == 1  # the data picker shared by every page
+    # nor in its sidebar: the data in use is named, the picker is on every other page (item 3)
+    assert len(at.sidebar.selectbox) == 0
+    assert data_in_use(at) == "sample"
+    assert "Pick another dataset on Your data" in at.sidebar.caption[0].value
     conv = at.query_params["conv"]
     lines = [m.value for m in at.markdown if m.value.startswith("Conversation in use: ")]
     assert len(lines) == 1 and lines[0].endswith(f"conversation {md_escape(conv)}"), (lines, conv)
@@ -442,7 +451,8 @@ def test_a_link_to_an_upload_this_server_lost_warns_and_keeps_the_other_settings
     at.switch_page("app_pages/home.py")
     ok(at.run())
     assert [w.value for w in at.warning] == [GONE]
-    # picking a dataset (or uploading the file again) ends it
+    # picking a dataset (or uploading the file again) ends it; Home's sidebar has no picker
+    to_your_data(at)
     at.selectbox(key="data").set_value("synthetic-1000")
     ok(at.run())
     assert not at.warning

@@ -120,6 +120,48 @@ def test_the_choice_is_kept_across_datasets_that_hold_it(convs):
     assert picked(at) == other  # the sample's own last choice
 
 
+def test_the_data_in_use_is_kept_in_the_url_on_home_and_every_page():
+    """Home's sidebar names the data in use without a picker (issue 10 item 3), so ``?data=`` is
+    written by hand: a widget bound to the URL takes its parameter out of the URL on a page that
+    does not draw it. The choice and the link survive Home; the sample leaves no ``?data=``."""
+    at = ok(open_dashboard_page("app_pages/token_budget.py"))
+    assert "data" not in at.query_params
+    at.selectbox(key="data").set_value("synthetic-1000")
+    ok(at.run())
+    assert at.query_params["data"] == "synthetic-1000"
+    for page in (HOME, LISTING, HOME, YOUR_DATA):
+        at.switch_page(page)
+        ok(at.run())
+        assert at.query_params["data"] == "synthetic-1000", page
+        assert metrics(at).get("Messages", "1,000") == "1,000", page
+        if page == HOME:
+            assert not at.sidebar.selectbox
+            assert [m.value for m in at.sidebar.markdown] == ["**Data in use:** `synthetic-1000`"]
+        else:
+            assert at.sidebar.selectbox(key="data").value == "synthetic-1000", page
+    at.sidebar.selectbox(key="data").set_value("sample")
+    ok(at.run())
+    assert "data" not in at.query_params
+    at.switch_page(HOME)
+    assert metrics(ok(at.run()))["Messages"] == "435"
+
+
+def test_a_new_data_value_in_the_url_wins_over_the_session(convs):
+    """The browser's back button or an edited URL in the same session: a ``?data=`` the session
+    has not seen is adopted (as ``?conv=`` is); the one it wrote itself is not re-read."""
+    at = ok(open_dashboard_page(HOME))
+    assert metrics(at)["Messages"] == "435"
+    at.query_params["data"] = "synthetic-1000"
+    assert metrics(ok(at.run()))["Messages"] == "1,000"
+    at.switch_page("app_pages/token_budget.py")
+    ok(at.run())
+    at.selectbox(key="data").set_value("sample")  # the URL said synthetic-1000: the pick wins
+    ok(at.run())
+    assert at.selectbox(key="data").value == "sample" and "data" not in at.query_params
+    at.switch_page(HOME)
+    assert metrics(ok(at.run()))["Messages"] == "435"
+
+
 def test_picking_a_shopper_selects_its_longest_conversation_everywhere(convs):
     groups = group_by_user(convs)
     default = default_conversation_id(convs)
@@ -230,7 +272,7 @@ def test_retail_offers_the_catalogue_and_says_what_counts(tau_retail_file):
 
 def test_a_clone_without_shared_offers_no_retail_and_says_so_for_a_retail_link(monkeypatch, tmp_path):
     monkeypatch.setattr(data_module, "RETAIL_FILE", tmp_path / "absent.json")
-    at = ok(open_dashboard_page("app_pages/home.py", {"data": "retail"}))
+    at = ok(open_dashboard_page("app_pages/your_data.py", {"data": "retail"}))
     box = at.sidebar.selectbox(key="data")
     assert "retail" not in box.options and box.value == "sample"
     assert "retail" not in box.help

@@ -71,9 +71,12 @@ def slider_value(thumb) -> str:
 
 
 def assert_sidebar_uses_upload(page, filename: str) -> None:
-    """The sidebar's "Data in use" picker holds an upload key and its caption names the file."""
+    """The sidebar's "Data in use" picker (on Home: the key the sidebar names, issue 10 item 3)
+    holds an upload key, its caption names the file, and the URL's ?data= keeps the key."""
     sidebar = page.locator('[data-testid="stSidebar"]')
-    value = sidebar.get_by_role("combobox", name="Data in use").input_value()
+    box = sidebar.get_by_role("combobox", name="Data in use")
+    value = box.input_value() if box.count() else sidebar.locator("code").first.inner_text()
+    assert query(page).get("data") == [value], f"?data= of {page.url} is not {value!r}"
     assert value.startswith("upload:"), f"sidebar data picker shows {value!r} on {page.url}"
     assert query(page).get("data") == [value], f"data key not in the URL: {page.url}"
     assert filename in sidebar.inner_text(), f"{filename} not named in the sidebar on {page.url}"
