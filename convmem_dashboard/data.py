@@ -47,7 +47,7 @@ from .db_source import (
     parse_database_url,
     read_database,
 )
-from .choices import plural
+from .choices import plural, resolve_selection
 from .uploads import UploadRegistry
 from .url_params import rerun_keeping_link_fixes
 
@@ -595,7 +595,9 @@ def resolve_data_key(keys, *, widget: str | None, in_use: str | None, url: str |
 
     A ``widget`` value other than ``in_use`` is a pick and wins; then a URL value not seen yet
     (a shared link, an edited URL, the browser's back button); then the key in use; then the
-    sample. Values that are not offered are passed over (the link warnings name them).
+    sample. Values that are not offered are passed over (the link warnings name them). After
+    the pick, this is the conversation selection's rule (:func:`convmem_dashboard.choices.
+    resolve_selection`) with the sample as the default.
 
     >>> keys = ["sample", "retail", "synthetic-1000"]
     >>> resolve_data_key(keys, widget=None, in_use=None, url="retail", url_seen=None)  # a link
@@ -609,14 +611,9 @@ def resolve_data_key(keys, *, widget: str | None, in_use: str | None, url: str |
     >>> resolve_data_key(keys, widget=None, in_use=None, url="upload:gone", url_seen=None)
     'sample'
     """
-    offered = set(keys)
-    if widget is not None and widget != in_use and widget in offered:
+    if widget is not None and widget != in_use and widget in keys:
         return widget
-    if url is not None and url != url_seen and url in offered:
-        return url
-    if in_use in offered:
-        return in_use
-    return "sample"
+    return resolve_selection(keys, url=url, url_seen=url_seen, session=in_use, default="sample") or "sample"
 
 
 def load_can_be_long(key: str) -> bool:
