@@ -2,6 +2,7 @@
 
     .venv/bin/python benchmarks/bench_cold.py [--repeat 3] [--data sample] [--pages home,token_budget]
                                               [--shots DIR] [--shot-at 1,3,5] [--before ../main] [--floor]
+                                              [--http-cache cold|warm]
 
 For every repeat and every page (home, your_data, token_budget, flaky_store, listing_eviction,
 agent_session), a fresh ``streamlit run dashboard.py`` server (headless, a free 127.0.0.1 port,
@@ -241,8 +242,8 @@ class Server:
     """``streamlit run <script>`` in ``cwd`` on a free port, as tests/e2e/conftest.py starts it
     (``python -m convmem_dashboard``, the README's command, for a tree's dashboard.py)."""
 
-    def __init__(self, script: str, cwd: Path) -> None:
-        self.port = _free_port()
+    def __init__(self, script: str, cwd: Path, port: int | None = None) -> None:
+        self.port = port or _free_port()
         self.base = f"http://127.0.0.1:{self.port}"
         env = dict(os.environ, PYTHONUNBUFFERED="1")
         if TIKTOKEN_CACHE.is_dir():
@@ -297,12 +298,15 @@ class Server:
         self.log.close()
 
 
-def view(browser, url: str, needle: str, shot: Path | None = None, shot_at: tuple[float, ...] = (1.0,)) -> View:
-    """Open ``url`` in a fresh context (a new Streamlit session) and read the page's marks."""
-    context = browser.new_context(viewport=VIEWPORT)
+def view(browser, url: str, needle: str, shot: Path | None = None, shot_at: tuple[float, ...] = (1.0,),
+         profile=None) -> View:
+    """Open ``url`` in a fresh context (a new Streamlit session) and read the page's marks; with
+    ``profile`` (a persistent context: ``--http-cache warm``), in a new tab of it instead, whose
+    HTTP cache holds what earlier views of the same origin fetched."""
+    context = browser.new_context(viewport=VIEWPORT) if profile is None else None
     try:
-        context.add_init_script(MARKS_JS % _js_string(needle))
-        page = context.new_page()
+        page = context.new_page() if profile is None else profile.new_page()
+        page.add_init_script(MARKS_JS % _js_string(needle))
         page.goto(url, wait_until="commit")
         for at in shot_at if shot is not None else ():
             wait = at - page.evaluate("performance.now()") / 1000
@@ -320,7 +324,10 @@ def view(browser, url: str, needle: str, shot: Path | None = None, shot_at: tupl
         if shot is not None:
             page.screenshot(path=str(shot.with_name(shot.stem + "-settled.png")))
     finally:
-        context.close()
+        if context is not None:
+            context.close()
+        else:
+            page.close()
     sec = lambda v: None if v is None else v / 1000  # noqa: E731
     skeleton = 0.0 if marks["skeletonFirst"] is None else (marks["skeletonLast"] - marks["skeletonFirst"]) / 1000
     return View(sec(marks["question"]), sec(marks["metric"]), sec(marks["runStart"]), sec(marks["runDone"]), sec(marks["idleSince"]),
@@ -367,6 +374,12 @@ def main(argv: list[str] | None = None) -> None:
     ap.add_argument("--before", type=Path, default=None,
                     help="another checkout (e.g. /work/main) whose pages are measured too, as '<page> before', "
                     "in the same rounds")
+    ap.add_argument("--http-cache", choices=("cold", "warm"), default="cold",
+                    help="cold: every view in a fresh browser context (nothing cached, a first-time visitor); "
+                         "warm: one browser profile whose HTTP cache already holds Streamlit's static files "
+                         "(a visitor who opened the dashboard before: they are served immutable for a year), "
+                         "each target on a fixed port, primed by one unrecorded view before round 1; the "
+                         "server is still fresh in every view")
     ap.add_argument("--floor", action="store_true",
                     help="also measure 'home floor': Home's element kinds without convmem (see the module)")
     args = ap.parse_args(argv)
@@ -381,11 +394,18 @@ def main(argv: list[str] | None = None) -> None:
     print("# convmem cold first view, real browser (Chromium headless, Playwright)")
     print(f"python {sys.version.split()[0]}; {os.cpu_count()} CPU(s); load average before: "
           + ", ".join(f"{x:.2f}" for x in os.getloadavg()))
-    print(f"data: ?data={args.data}; {args.repeat} fresh server(s) per page; times in s from navigation start")
+    print(f"data: ?data={args.data}; {args.repeat} fresh server(s) per page; browser HTTP cache: {args.http_cache}; "
+          "times in s from navigation start")
     results: dict[str, dict[str, list]] = {}
     with sync_playwright() as pw, tempfile.TemporaryDirectory() as tmp:
-        browser = pw.chromium.launch(executable_path=CHROMIUM, headless=True, args=CHROMIUM_ARGS)
         base_dir = Path(tmp)
+        profile = None
+        if args.http_cache == "warm":
+            profile = pw.chromium.launch_persistent_context(str(base_dir / "profile"), executable_path=CHROMIUM,
+                                                            headless=True, args=CHROMIUM_ARGS, viewport=VIEWPORT)
+            browser = profile
+        else:
+            browser = pw.chromium.launch(executable_path=CHROMIUM, headless=True, args=CHROMIUM_ARGS)
         (base_dir / "baseline.py").write_text(BASELINE_SCRIPT)
         shutil.copytree(ROOT / ".streamlit", base_dir / ".streamlit")
         (base_dir / "floor.py").write_text(FLOOR_SCRIPT)
@@ -396,18 +416,26 @@ def main(argv: list[str] | None = None) -> None:
             if args.before:
                 targets.append((f"{name} before", args.before, "dashboard.py", path, needle))
             targets.append((name, ROOT, "dashboard.py", path, needle))
+        ports = {t[0]: _free_port() for t in targets} if profile is not None else {}
         try:
+            for name, cwd, script, path, needle in targets if profile is not None else ():
+                server = Server(script, cwd, ports[name])  # primes the profile's cache (not recorded)
+                try:
+                    view(browser, f"{server.base}{path}", needle, profile=profile)
+                finally:
+                    server.stop()
             for r in range(args.repeat):
                 # the baseline runs in every round, between the pages, so it sees the same load
                 for name, cwd, script, path, needle in targets:
-                    server = Server(script, cwd)
+                    server = Server(script, cwd, ports.get(name))
                     try:
                         time.sleep(args.settle)
                         url = f"{server.base}{path}" + ("" if name == "baseline" else f"?data={args.data}")
                         stem = name.replace(" ", "-")
                         shot = args.shots / f"{stem}-{args.data}-r{r}.png" if args.shots else None
-                        cold = view(browser, url, needle, shot, tuple(float(x) for x in args.shot_at.split(',')))
-                        warm = None if args.cold_only else view(browser, url, needle)
+                        cold = view(browser, url, needle, shot, tuple(float(x) for x in args.shot_at.split(',')),
+                                    profile=profile)
+                        warm = None if args.cold_only else view(browser, url, needle, profile=profile)
                     finally:
                         server.stop()
                     res = results.setdefault(name, {"start": [], "cold": [], "warm": []})

@@ -187,6 +187,63 @@ def test_warm_default_data_fills_the_caches_a_first_view_reads(monkeypatch):
     assert calls == [] and len(choices.ids) > 1 and choices.default in choices.ids
 
 
+def _paths_a_first_view_resolves(page: Path) -> int:
+    """How many module paths Streamlit's REPL check (``env_util.is_repl``: ``inspect.stack()``)
+    resolves when it runs from a script run's frame, the page file ``page`` (which no module has)."""
+    import os
+
+    resolved, realpath = [], os.path.realpath
+    code = compile("from streamlit.env_util import is_repl\nis_repl()\n", str(page), "exec")
+    os.path.realpath = lambda *a, **k: resolved.append(a[0]) or realpath(*a, **k)
+    try:
+        exec(code, {"__name__": "__page__"})
+    finally:
+        os.path.realpath = realpath
+    return len(resolved)
+
+
+def _warm_in_a_thread() -> None:
+    """warm_module_files as the launcher's warming thread runs it: from a thread whose stack holds
+    only modules' frames (threading, the launcher)."""
+    import threading
+
+    thread = threading.Thread(target=launcher.warm_module_files, name="convmem-warm-module-files")
+    thread.start()
+    thread.join(60)
+
+
+def _import_new_modules(tmp_path: Path, monkeypatch, prefix: str, n: int = 3) -> None:
+    import importlib
+
+    monkeypatch.syspath_prepend(str(tmp_path))
+    for i in range(n):
+        (tmp_path / f"{prefix}{i}.py").write_text("VALUE = 1\n")
+        importlib.import_module(f"{prefix}{i}")
+
+
+def test_a_second_warm_resolves_the_modules_imported_since_the_first(tmp_path, monkeypatch):
+    """The server's start imports 130-170 modules after the preload's warm (uvicorn, starlette,
+    websockets, anyio). The warm run once the server runs must resolve their paths, so that the
+    first view's REPL check resolves none (session 27: calling ``is_repl()`` again from the
+    warming thread walked nothing, its frames being known, and left 0.15 s to the first view)."""
+    page = tmp_path / "page.py"
+    page.write_text("from streamlit.env_util import is_repl\nis_repl()\n")
+    _warm_in_a_thread()
+    _import_new_modules(tmp_path, monkeypatch, "convmem_warm_probe_a")
+    _warm_in_a_thread()  # the second warm, from the same call site as the first
+    assert _paths_a_first_view_resolves(page) == 0
+
+
+def test_without_a_second_warm_the_first_view_resolves_the_new_modules(tmp_path, monkeypatch):
+    """The control for the test above: modules imported after the last warm are resolved by the
+    first view's REPL check, one path each at least."""
+    page = tmp_path / "page.py"
+    page.write_text("from streamlit.env_util import is_repl\nis_repl()\n")
+    _warm_in_a_thread()
+    _import_new_modules(tmp_path, monkeypatch, "convmem_warm_probe_b")
+    assert _paths_a_first_view_resolves(page) >= 3
+
+
 class _FakeRuntime:
     """Streamlit's Runtime as warm_module_files_when_serving reads it: exists() and
     instance().state, started after ``start_after`` polls."""
