@@ -25,6 +25,14 @@ def metrics(at: AppTest) -> dict[str, str]:
     return {m.label: m.value for m in at.metric}
 
 
+def dataset_named(at: AppTest) -> str:
+    """The dataset's name in the "Data in use" section of Home or Your data (Markdown-escaped, as
+    drawn), from its line ``**Dataset:** <name>``."""
+    lines = [m.value for m in at.markdown if m.value.startswith("**Dataset:** ")]
+    assert len(lines) == 1, [m.value for m in at.markdown]
+    return lines[0].removeprefix("**Dataset:** ")
+
+
 def open_dashboard_page(page: str, query: dict[str, str] | None = None, data: str | None = None) -> AppTest:
     """Run the dashboard on ``page`` (e.g. "app_pages/flaky_store.py") with URL params and a dataset key."""
     at = dashboard_app()

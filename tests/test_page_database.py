@@ -17,7 +17,7 @@ import pytest
 import sqlalchemy as sa
 from streamlit.testing.v1 import AppTest
 
-from apptest_support import PAGES, YOUR_DATA, metrics, ok, open_dashboard_page
+from apptest_support import PAGES, YOUR_DATA, dataset_named, metrics, ok, open_dashboard_page
 from convmem import load_conversations, load_history
 from convmem.stores import SQLStore
 from store_support import postgres_url  # noqa: F401  (fixture)
@@ -91,7 +91,7 @@ def test_open_a_sqlite_file_on_your_data_lists_its_conversations(sqlite_db, conv
     shown = metrics(at)
     assert shown["Conversations"] == f"{len(conversations):,}"
     assert shown["Messages"] == f"{sum(len(c.messages) for c in conversations):,}"
-    assert str(sqlite_db.name) in shown["Dataset"].replace("\\", "")
+    assert str(sqlite_db.name) in dataset_named(at).replace("\\", "")
     assert at.text_input(key="db_url").value == ""  # the form clears: the URL is not kept in view
     assert any("load_history over SQLStore.pager" in c.value for c in at.caption)
     # the picker is on this page now (below), not on every page: the caption says where it is
@@ -260,7 +260,7 @@ def test_postgresql_database_on_your_data_and_flaky_store(pg_database, conversat
     key = at.session_state["data"]
     assert metrics(at)["Conversations"] == f"{len(conversations):,}"
     assert SECRET not in all_text(at)
-    assert metrics(at)["Dataset"].replace("\\", "").endswith(sa.engine.make_url(pg_database).database)
+    assert dataset_named(at).replace("\\", "").endswith(sa.engine.make_url(pg_database).database)
     assert any("***" in c.value.replace("\\", "") for c in at.caption)  # the full URL, hidden password
     at = ok(open_dashboard_page("app_pages/flaky_store.py", {"data": key}))
     assert conv_ids(at) == [c.id for c in conversations]

@@ -16,7 +16,7 @@ import pytest
 from streamlit.testing.v1 import AppTest
 
 from convmem import load_conversations
-from apptest_support import dashboard_app, metrics, ok, to_your_data
+from apptest_support import dashboard_app, dataset_named, metrics, ok, to_your_data
 from convmem_dashboard.data import md_escape, missing_dataset_note
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -231,7 +231,7 @@ def test_upload_each_format_switches_the_data_and_every_page_runs(fmt):
     assert key.startswith("upload:")
     assert key in at.selectbox(key="data").options
     shown = metrics(at)
-    assert shown["Dataset"] == f"Upload: {name}".replace(".", "\\.")  # the name, Markdown-escaped
+    assert dataset_named(at) == f"Upload: {name}".replace(".", "\\.")  # the name, Markdown-escaped
     assert (shown["Conversations"], shown["Messages"], shown["Shoppers"]) == (
         f"{n_convs:,}",
         f"{n_messages:,}",
@@ -353,7 +353,7 @@ def test_malformed_upload_shows_a_readable_error_and_keeps_the_data(case):
     assert metrics(at) == before
     assert not at.success
     still = [c.value for c in at.caption if c.value.startswith("The pages still use ")]
-    assert still == [f"The pages still use {metrics(at)['Dataset']}; upload another file, or pick a dataset in the sidebar."]
+    assert still == [f"The pages still use {dataset_named(at)}; upload another file, or pick a dataset in the sidebar."]
     # the error stays put across an unrelated rerun and the other pages still run
     ok(at.run())
     assert shown_error(at) == message
@@ -403,7 +403,7 @@ def test_url_state_picks_the_dataset(data, conversations, messages):
     assert data_in_use(at) == data
     shown = metrics(at)
     assert (shown["Conversations"], shown["Messages"]) == (conversations, messages)
-    assert shown["Dataset"] == f"Synthetic, {int(data.split('-')[1]):,} messages"
+    assert dataset_named(at) == f"Synthetic, {int(data.split('-')[1]):,} messages"
 
 
 GONE = (
@@ -466,7 +466,7 @@ def test_a_link_to_an_upload_this_server_still_holds_opens_it_in_a_new_session()
     key = data_in_use(first)
     other = open_home({"data": key})  # the shared link, in another session of the same server
     assert data_in_use(other) == key and not other.warning
-    assert metrics(other)["Dataset"] == r"Upload: chats\.jsonl"
+    assert dataset_named(other) == r"Upload: chats\.jsonl"
     assert metrics(other)["Messages"] == "6"
     # re-uploading the file after the warning makes the link's data the data in use
     gone = open_home({"data": "upload:00000000deadbeef"})
@@ -501,7 +501,7 @@ def test_user_text_of_a_good_upload_never_reaches_markdown():
     )
     at = upload(open_home(), name, data, "application/jsonl")
     assert data_in_use(at).startswith("upload:")
-    assert metrics(at)["Dataset"] == r"Upload: \<script\>alert\(1\)\<\/script\>\*\*bold\*\*\.jsonl"
+    assert dataset_named(at) == r"Upload: \<script\>alert\(1\)\<\/script\>\*\*bold\*\*\.jsonl"
     for page in (None, *PAGES):
         if page:
             at.switch_page(page)

@@ -281,3 +281,34 @@ RECORD_PROGRESS_JS = """
   setInterval(check, 50);
 })();
 """
+
+
+#: Every metric's value and label: whether its text is wider than the box that shows it.
+METRICS_CUT_JS = """() => Array.from(document.querySelectorAll('[data-testid="stMetric"]')).map(m => {
+    const cut = el => {
+        if (!el) return false;
+        const p = el.querySelector('p, div') || el;
+        const range = document.createRange();
+        range.selectNodeContents(el);
+        const text = range.getBoundingClientRect().width;
+        return text > el.getBoundingClientRect().width + 1 || el.scrollWidth > el.clientWidth + 1
+            || (p !== el && p.scrollWidth > p.clientWidth + 1);
+    };
+    const value = m.querySelector('[data-testid="stMetricValue"]');
+    const label = m.querySelector('[data-testid="stMetricLabel"]');
+    return {label: label ? label.innerText.trim() : '', value: value ? value.innerText.trim() : '',
+            cut: cut(value) || cut(label)};
+})"""
+
+
+def cut_metrics(page) -> list[dict]:
+    """The metrics whose value or label text is wider than its box (issue 10 item 4: no metric
+    cut off): ``[{label, value, cut}]`` of those cut."""
+    return [m for m in page.evaluate(METRICS_CUT_JS) if m["cut"]]
+
+
+def dataset_line(page) -> str:
+    """The "Dataset: <name>" line of Home's or Your data's "Data in use" section (a line of
+    Markdown that wraps, not a metric: issue 10 item 4)."""
+    line = page.locator('[data-testid="stMarkdown"]').filter(has_text="Dataset:").first
+    return line.inner_text(timeout=10_000).strip()

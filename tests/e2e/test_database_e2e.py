@@ -9,7 +9,7 @@ from __future__ import annotations
 from urllib.parse import parse_qs, quote, urlsplit
 
 import pytest
-from e2e_helpers import assert_no_exception, metric_values, screenshot, wait_for_app
+from e2e_helpers import METRICS_CUT_JS, assert_no_exception, metric_values, screenshot, wait_for_app
 
 from convmem import load_conversations
 from convmem.stores import SQLStore
@@ -21,22 +21,6 @@ pytestmark = pytest.mark.e2e
 WIDE = {"width": 1400, "height": 900}
 SQLITE_STORE = "SQLite store (keyset cursors)"
 
-#: Every metric's value and label: whether its text is wider than the box that shows it.
-METRICS_CUT_JS = """() => Array.from(document.querySelectorAll('[data-testid="stMetric"]')).map(m => {
-    const cut = el => {
-        if (!el) return false;
-        const p = el.querySelector('p, div') || el;
-        const range = document.createRange();
-        range.selectNodeContents(el);
-        const text = range.getBoundingClientRect().width;
-        return text > el.getBoundingClientRect().width + 1 || el.scrollWidth > el.clientWidth + 1
-            || (p !== el && p.scrollWidth > p.clientWidth + 1);
-    };
-    const value = m.querySelector('[data-testid="stMetricValue"]');
-    const label = m.querySelector('[data-testid="stMetricLabel"]');
-    return {label: label ? label.innerText.trim() : '', value: value ? value.innerText.trim() : '',
-            cut: cut(value) || cut(label)};
-})"""
 
 
 @pytest.fixture(scope="module")
