@@ -243,7 +243,7 @@ if mode == STEP and n_calls > 1:
     # No value= here: the buttons set st.session_state["step"]; the default is min_value (1).
     if note := link_range_note("step", 1, n_calls, "calls", "this run's range"):
         st.warning(note, icon=":material/link:")
-    upto = b3.slider("Calls shown", 1, n_calls, key="step", **URL)
+    upto = b3.slider("Calls shown", 1, n_calls, format="%,d", key="step", **URL)  # thousands separators
 
 state = step_state(run, upto)
 shown = run.calls[:upto]

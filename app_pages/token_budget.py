@@ -142,6 +142,7 @@ limit = lim_cols[0].slider(
     bounds.hi,
     bounds.default,
     step=bounds.step,
+    format="%,d",  # thousands separators (issue 10 item 4); the exact input beside it stays plain for typing
     key="limit",
     bind=URL,
     help="Compaction runs when the total passes the limit. A total equal to the limit fits.",
@@ -269,7 +270,7 @@ if n > 1:
     _link_range_note("win", 0, n - 1, "add steps")
     _drop_if("win", lambda v: not (isinstance(v, (tuple, list)) and len(v) == 2 and 0 <= v[0] <= v[1] <= n - 1))
     win = st.slider(
-        "Steps shown (add steps)", 0, n - 1, (0, n - 1), key="win", bind=URL,
+        "Steps shown (add steps)", 0, n - 1, (0, n - 1), format="%,d", key="win", bind=URL,
         help="Zoom both charts on a range of adds; large ranges are downsampled (envelope of the totals, "
         "the biggest drop per bucket).",
     )

@@ -372,7 +372,7 @@ def test_real_retail_link_opens_that_view(page, streamlit_url, tau_retail_file):
     open_page(page, streamlit_url, "/token_budget?data=retail&limit=3000", charts=2)
     assert_no_exception(page)
     assert page.locator('[data-testid="stSidebar"]').get_by_role("combobox", name="Data in use").input_value() == "retail"
-    assert slider_value(slider(page, "Limit (tokens)")) == "3000"
+    assert slider_value(slider(page, "Limit (tokens)")) == "3,000"  # thousands separators (item 4)
     assert query(page).get("data") == ["retail"] and query(page).get("limit") == ["3000"]
     values = metric_values(page)
     assert len(values) >= 6 and all(values), values
