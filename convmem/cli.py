@@ -824,8 +824,16 @@ def _cmd_safe_limit(args: argparse.Namespace) -> int:
     if args.json:
         _emit_json(doc)
         return EXIT_OK
+    shown = [name for name in ("pin_system", "pin_latest_user", "keep_tool_groups", "start_on_user")
+             if policies[name]]
+    if args.target_percent is not None:
+        shown.append(f"target={args.target_percent}% of the limit")
+    if args.summary_budget is not None:
+        shown.append(f"summary_budget={args.summary_budget}")
+    # the policies echoed as `budget` echoes them: the answer holds for these only
     _out(f"conversation {conv.id} ({_n(len(conv.messages), 'message')}, "
-         f"{_n(conv.total_tokens, 'token')}), protect {args.protect}")
+         f"{_n(conv.total_tokens, 'token')}), protect {args.protect} "
+         + (f"[{', '.join(shown)}]" if shown else "[no policy]"))
     _out(f"smallest safe limit {got.limit:,} tokens")
     if got.step is not None:
         how = ("every smaller limit drops it" if got.exact

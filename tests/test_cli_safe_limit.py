@@ -35,6 +35,15 @@ def test_text_and_json(capsys, csv_file):
     code, out, err = run(capsys, "safe-limit", csv_file)
     assert code == 0 and err == ""
     assert "smallest safe limit 40 tokens" in out and "add step 2 by message u1" in out
+    assert out.splitlines()[0] == "conversation c1 (5 messages, 115 tokens), protect latest_user [no policy]"
+
+
+def test_the_text_names_the_policies_the_answer_holds_for(capsys, csv_file):
+    code, out, _ = run(capsys, "safe-limit", csv_file, "--pin-system", "--keep-tool-groups",
+                       "--target-percent", "50", "--summary-budget", "20")
+    assert code == 0
+    assert out.splitlines()[0].endswith(
+        "protect latest_user [pin_system, keep_tool_groups, target=50% of the limit, summary_budget=20]")
     code, out, _ = run(capsys, "safe-limit", csv_file, "--protect", "system", "--json")
     doc = json.loads(out)
     assert (doc["limit"], doc["step"], doc["message_id"], doc["exact"]) == (115, 4, "s", True)
