@@ -117,8 +117,10 @@ with tab_data:
         ids = list(convs)
         if st.session_state.get("agent_conv") not in ids:
             st.session_state.pop("agent_conv", None)
-        conv_id = st.selectbox("Session conversation", ids, key="agent_conv",
-                               help="Sub-agent sidechains are conversations of their own.")
+        # In the URL (?agent_conv=), so a link opens the same session conversation; a value that
+        # is not one of this dataset's sessions is passed over by Streamlit (the first is shown).
+        conv_id = st.selectbox("Session conversation", ids, key="agent_conv", bind="query-params",
+                               help="Sub-agent sidechains are conversations of their own. Kept in the URL.")
         show(convs[conv_id], "data", dataset.key)
 
 with tab_live:

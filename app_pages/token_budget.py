@@ -24,7 +24,7 @@ from convmem_dashboard.data import current_dataset
 from convmem_dashboard.export_safety import download_csv, download_json
 from convmem_dashboard.questions import QUESTIONS
 from convmem_dashboard.selection import conversation_picker
-from convmem_dashboard.url_params import PARAMS, POLICIES, TARGET_MODES, link_range_note
+from convmem_dashboard.url_params import PARAMS, POLICIES, TARGET_MODES, forget_widget_values, link_range_note
 from convmem_dashboard.panel_safe_limit import exact_limit_input, render_safe_limit
 from convmem_dashboard.tables_budget import (
     comparison_table,
@@ -124,10 +124,12 @@ if n == 0:
     st.stop()
 previous_scope = st.session_state.get("_tb_scope")
 if previous_scope is not None and previous_scope != (dataset.key, conv_id):
-    # Views of the old conversation; the comparison and the sweep go back to their default
-    # (collapsed on a big conversation: each costs extra replays).
-    for k in ("win", "ev", "ctx_step", "pg", "cmp", "sweep"):
-        st.session_state.pop(k, None)
+    # Views of the old conversation, and its limit: each goes back to its default for the new one
+    # (the comparison and the sweep collapsed on a big conversation: each costs extra replays).
+    # Out of the URL too: a bound slider forgotten only in the session came back from the URL,
+    # outside its new range (a traceback), and the browser showed another value than the server
+    # used (docs/decisions.md "A new conversation starts from its own default limit").
+    forget_widget_values("limit", "limit_n", "win", "ev", "ctx_step", "pg", "cmp", "sweep")
 st.session_state["_tb_scope"] = (dataset.key, conv_id)
 
 bounds = limit_bounds(conv.total_tokens, conv.messages[0].tokens)

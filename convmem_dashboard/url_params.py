@@ -54,6 +54,7 @@ from typing import Any, NoReturn
 from convmem.limits import MAX_TOKENS
 
 __all__ = [
+    "forget_widget_values",
     "out_of_range_note",
     "link_range_note",
     "rerun_keeping_link_fixes",
@@ -139,6 +140,8 @@ PARAMS: dict[str, Param] = dict(
         # Token budget: the smallest safe limit panel (convmem_dashboard.panel_safe_limit)
         _p("sl_p", "choice", options=("latest_user", "system", "message")),
         _p("sl_id", "text"),
+        # Agent session: the session conversation picked (app_pages/agent_session.py)
+        _p("agent_conv", "text"),
         # Flaky store
         _p("conv", "text"),
         _p("rate", "float", lo=0.0, hi=1.0, default=0.3, step=0.05),
@@ -415,6 +418,34 @@ def sanitize_query_params() -> list[Fix]:
     if fixes:
         st.warning(fix_message(fixes), icon=":material/link:")
     return fixes
+
+
+def forget_widget_values(*keys: str) -> None:
+    """Forget the values of the widgets ``keys`` (URL-bound or not) before this run draws them:
+    out of the session and out of the URL, both the browser's and the snapshot Streamlit seeds a
+    bound widget from, so each widget starts from its default. For a view whose widgets' ranges
+    change (another dataset or conversation): a bound widget forgotten only in the session is
+    seeded again from the URL its last value was written to, which may be outside its new range
+    (Streamlit then raises ``StreamlitValueBelowMinError``; session 27's breaker: Token budget's
+    limit 430 of the sample brought back on a 1,000-message synthetic conversation), and
+    the browser and the server disagreed on the value shown. O(len(keys) + URL parameters)."""
+    import streamlit as st
+    from streamlit.runtime.scriptrunner_utils.script_run_context import get_script_run_ctx
+
+    for key in keys:
+        st.session_state.pop(key, None)
+    ctx = get_script_run_ctx()
+    if ctx is None:
+        return
+    with ctx.session_state.query_params() as qp:
+        if not hasattr(qp, "_initial_query_params"):  # another Streamlit (as sanitize_query_params)
+            return
+        hit = [k for k in keys if k in qp._initial_query_params or k in qp._query_params]
+        for k in hit:
+            qp._initial_query_params.pop(k, None)
+            qp._query_params.pop(k, None)
+        if hit:
+            qp._send_query_param_msg()
 
 
 #: Session keys: the link fixes the last run showed, the flag rerun_keeping_link_fixes sets, whether

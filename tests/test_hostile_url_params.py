@@ -192,6 +192,7 @@ PAGE_KEYS = {
                               "b_pol", "sweep", "sw_n", "pg", "cp", "cp_in", "cp_read", "cp_write", "cp_min",
                               "cp_inc", "sl_p", "sl_id", "clr", "clr_trig", "clr_keep", "clr_min", "b_clr"],
     "app_pages/listing_eviction.py": ["data", "conv", "shopper", "cap", "only", "listing"],
+    "app_pages/agent_session.py": ["data", "conv", "agent_conv"],
 }
 #: Values that open the widgets shown only under another setting (target, budget, B, step mode).
 GATES = [

@@ -114,3 +114,17 @@ def test_follow_on_the_page(tmp_path, monkeypatch):
     at.text_input(key="tail_path").set_value("/etc/passwd")
     ok(at.run())
     assert any("ends in .jsonl" in e.value for e in at.error)
+
+
+def test_a_link_names_the_session_conversation_and_a_wrong_one_falls_back_to_the_first():
+    """?agent_conv= (bound to the picker: the browser writes it when a conversation is picked) opens
+    that session conversation; a value that is not one of the dataset's sessions shows the first,
+    without an error (session 27's new user: a link to a sidechain opened the main session)."""
+    key = uploaded().session_state["data"]
+    for asked, shown in (("S1:sidechain:1", "S1:sidechain:1"), ("nope", "S1")):
+        at = dashboard_app()
+        at.switch_page("app_pages/agent_session.py")
+        at.query_params.update({"data": key, "agent_conv": asked})
+        ok(at.run())
+        assert at.selectbox(key="agent_conv").value == shown
+        assert not at.exception and not at.error

@@ -446,3 +446,23 @@ def test_token_budget_without_drop_events_says_so(page, streamlit_url, screensho
     placeholder = page.get_by_label("Add step (message #)").get_attribute("placeholder")
     assert placeholder.endswith("(the last add; click the total line to pick a step)"), placeholder
     screenshot(page, screenshot_dir, "token_budget_no_drops")
+
+
+def test_a_dataset_switch_starts_the_limit_from_the_new_default_in_both_widgets(page, streamlit_url, tau_retail_file):
+    """Token budget on the sample, then retail, then synthetic-1000 in the sidebar (session 27's
+    breaker and new user): the limit slider and the exact limit input show the same value, the
+    new conversation's default, and the sample's 430 never comes back from the URL below
+    synthetic-1000's range (it raised StreamlitValueBelowMinError)."""
+    open_page(page, streamlit_url, "/token_budget", charts=2)
+    exact = page.get_by_role("spinbutton", name="Exact limit")
+    assert exact.input_value() == slider_value(slider(page, "Limit (tokens)")).replace(",", "") == "430"
+    sidebar = page.locator('[data-testid="stSidebar"]')
+    for key in ("retail", "synthetic-1000"):
+        sidebar.get_by_role("combobox", name="Data in use").click()
+        page.get_by_role("option", name=key, exact=True).click()
+        page.wait_for_url(re.compile(rf"data={key}"))
+        wait_for_app(page, charts=2, timeout_ms=90_000)
+        assert_no_exception(page)
+        shown = slider_value(slider(page, "Limit (tokens)")).replace(",", "")
+        assert exact.input_value() == shown, (key, exact.input_value(), shown)
+        assert "limit" not in query(page), page.url  # the default: nothing to keep in the link

@@ -1,0 +1,75 @@
+"""Links that name a dataset, a database and a shopper, and a link made after a dataset switch,
+checked with AppTest (session 27's breaker).
+
+Each test opens the dashboard as a link would and expects the link's every parameter to be used
+or named in a readable message (never dropped silently), and the URL to reproduce the view. The
+two marked xfail are known defects left open in session 27 (strict: they fail the run once fixed,
+so the mark comes off with the fix).
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from convmem import load_conversations
+from convmem_dashboard import data as data_module
+from convmem_dashboard.choices import most_tokens_id
+from apptest_support import dashboard_app, ok, open_dashboard_page
+
+ROOT = Path(__file__).resolve().parent.parent
+SAMPLE = ROOT / "sample_data" / "shoppers.jsonl"
+HOME = "app_pages/home.py"
+TOKEN_BUDGET = "app_pages/token_budget.py"
+
+
+def shown_text(at) -> str:
+    return "\n".join([e.value for e in at.error] + [w.value for w in at.warning] + [c.value for c in at.code])
+
+
+@pytest.mark.xfail(strict=True, reason="known (session 27): a failed ?db= is named only while the sample is in use")
+def test_a_database_link_that_fails_is_named_even_when_the_link_also_names_a_dataset():
+    """``?db=`` that cannot be opened leaves its error for the picker, which shows it only while
+    the sample is in use: with ``?data=synthetic-1000`` beside it the error is dropped silently
+    (the same link without ``?data=`` shows "The database could not be opened")."""
+    at = ok(open_dashboard_page(HOME, {"db": "no-such-file.sqlite", "data": "synthetic-1000"}))
+    assert "no-such-file.sqlite" in shown_text(at), shown_text(at)
+
+
+@pytest.mark.xfail(strict=True, reason="known (session 27): only Listing eviction reads ?shopper=")
+def test_a_shopper_link_opened_on_home_is_taken_or_named():
+    """``?shopper=`` is the shared selection as a shopper (convmem_dashboard.selection), but only
+    the Listing eviction page reads it: opened on Home (or Token budget, Flaky store, Your data)
+    the link's shopper is dropped without a word and the URL keeps it beside a ``?conv=`` of
+    another shopper."""
+    convs = load_conversations(SAMPLE)
+    shopper = "raj_ali_9480"
+    own = [c for c in convs if c.user_id == shopper]
+    assert own, "the sample changed: pick another shopper"
+    at = ok(open_dashboard_page(HOME, {"shopper": shopper}))
+    conv = at.query_params["conv"]
+    taken = conv == most_tokens_id(own)
+    named = shopper in shown_text(at)
+    assert taken or named, (conv, dict(at.query_params), shown_text(at))
+    if "shopper" in at.query_params:  # the link the page leaves must agree with itself
+        assert next(c.user_id for c in convs if c.id == conv) == at.query_params["shopper"]
+
+
+@pytest.mark.skipif(not data_module.RETAIL_FILE.is_file(), reason="../shared/real_data is absent")
+def test_the_token_budget_link_after_a_dataset_pick_reopens_the_same_limit():
+    """Token budget on the sample (limit 430, its default), pick retail: the view showed 430
+    (inside retail's range) but the URL had no ``limit`` (430 is not retail's default, 2,600), so
+    the link opened at another limit. Now a switch of dataset or conversation starts from the new
+    conversation's default limit, in the view and in the link."""
+    at = ok(open_dashboard_page(TOKEN_BUDGET))
+    at.selectbox(key="data").set_value("retail")
+    ok(at.run())
+    shown = at.slider(key="limit").value
+    link = dict(at.query_params)
+    fresh = dashboard_app()
+    fresh.switch_page(TOKEN_BUDGET)
+    fresh.query_params.update(link)
+    ok(fresh.run())
+    assert fresh.slider(key="limit").value == shown, (link, shown, fresh.slider(key="limit").value)
+    assert shown == 2600 and at.number_input(key="limit_n").value == 2600  # retail's default, both widgets
