@@ -98,6 +98,8 @@ DB_PARAM = "db"
 #: Session keys: this session's database key, and the last database error to show.
 _DB_KEY = "db_key"
 _DB_ERROR = "_db_error"
+#: Session key: the dataset the database error was first shown with (it is shown with that one only).
+_DB_ERROR_WITH = "_db_error_with"
 #: Databases one server remembers (their URLs, held server-side); the oldest go first.
 MAX_DATABASES = 64
 SYNTHETIC_SIZES = (1_000, 10_000, 100_000)
@@ -276,7 +278,7 @@ def register_database(text: str) -> str:
             registry[source.key] = previous  # the one that worked stays
         raise
     st.session_state[_DB_KEY] = source.key
-    st.session_state.pop(_DB_ERROR, None)
+    _clear_db_error()
     return source.key
 
 
@@ -293,7 +295,7 @@ def read_database_param() -> None:
     try:
         key = register_database(raw)
     except DatabaseSourceError as exc:
-        st.session_state[_DB_ERROR] = str(exc)
+        _set_db_error(str(exc))
         return
     st.session_state[_DATA_KEY] = key
     st.query_params[_DATA_KEY] = key  # the link now names the database by its key only
@@ -412,7 +414,7 @@ def _forget_gone_upload() -> None:
     """The user picked a dataset: the warning about the link's lost upload (or database) has done
     its job."""
     st.session_state.pop(_GONE_KEY, None)
-    st.session_state.pop(_DB_ERROR, None)
+    _clear_db_error()
     st.session_state.pop(_MISSING_KEY, None)
 
 
@@ -475,7 +477,7 @@ def _read_url_upload() -> None:
             if asked in _databases():
                 st.session_state[_DB_KEY] = asked  # a link shared on this server: adopt it
             else:
-                st.session_state[_DB_ERROR] = GONE_DATABASE_WARNING
+                _set_db_error(GONE_DATABASE_WARNING)
         status = url_upload_status(asked, st.session_state.get("upload_key"), uploads)
         if status == "adopt":
             st.session_state["upload_key"] = asked
@@ -500,13 +502,39 @@ def _check_database() -> None:
     try:
         _read_database(asked)
     except DatabaseSourceError as exc:
-        st.session_state[_DB_ERROR] = str(exc)
+        _set_db_error(str(exc))
         if st.session_state.get(_DB_KEY) == asked:
             st.session_state.pop(_DB_KEY)
         _databases().pop(asked, None)
         st.session_state[_DATA_KEY] = "sample"
         return
+    _clear_db_error()
+
+
+def _set_db_error(why: str) -> None:
+    """A database the user or a link asked for could not be opened: the next dataset shown says
+    so (:func:`dataset_picker`), whichever it is."""
+    st.session_state[_DB_ERROR] = why
+    st.session_state.pop(_DB_ERROR_WITH, None)
+
+
+def _clear_db_error() -> None:
     st.session_state.pop(_DB_ERROR, None)
+    st.session_state.pop(_DB_ERROR_WITH, None)
+
+
+def db_link_error(label: str | None) -> str:
+    """The error's first line: :data:`DB_LINK_ERROR` when the sample is shown instead (``label``
+    None), else the same naming the dataset shown instead (a link with ``?db=`` and ``?data=``;
+    ``label`` is Markdown already).
+
+    >>> db_link_error("Synthetic, 1,000 messages")
+    'The database could not be opened; showing Synthetic, 1,000 messages, the dataset the link also names. Open it again, or another one, on Your data. Why:'
+    """
+    if label is None:
+        return DB_LINK_ERROR
+    return (f"The database could not be opened; showing {label}, the dataset the link also names. "
+            "Open it again, or another one, on Your data. Why:")
 
 
 def dataset_picker(picker: bool = True) -> Dataset:
@@ -574,8 +602,14 @@ def dataset_picker(picker: bool = True) -> Dataset:
             rerun_keeping_link_fixes()  # the page in a run of its own (SPLIT_LOAD_MESSAGES); the old one stays, faded
     if st.session_state.get(_GONE_KEY) and dataset.key == "sample":
         st.warning(GONE_UPLOAD_WARNING, icon=":material/link_off:")
-    if (db_error := st.session_state.get(_DB_ERROR)) and dataset.key == "sample":
-        st.error(DB_LINK_ERROR, icon=":material/database:")
+    if db_error := st.session_state.get(_DB_ERROR):
+        # shown with the dataset the run that met the error showed (the sample, or the dataset
+        # the same link names), until another one is picked or uploaded
+        if st.session_state.setdefault(_DB_ERROR_WITH, dataset.key) != dataset.key:
+            _clear_db_error()
+            db_error = None
+    if db_error:
+        st.error(db_link_error(None if dataset.key == "sample" else dataset.label), icon=":material/database:")
         st.code(db_error, language=None, wrap_lines=True)  # user text (a path): verbatim
     if st.session_state.get(_MISSING_KEY) and dataset.key == "sample":
         st.warning(missing_dataset_note(st.session_state[_MISSING_KEY], keys), icon=":material/link_off:")

@@ -3,8 +3,8 @@ checked with AppTest (session 27's breaker).
 
 Each test opens the dashboard as a link would and expects the link's every parameter to be used
 or named in a readable message (never dropped silently), and the URL to reproduce the view. The
-two marked xfail are known defects left open in session 27 (strict: they fail the run once fixed,
-so the mark comes off with the fix).
+one marked xfail is a known defect left open in session 27 (strict: it fails the run once fixed, so
+the mark comes off with the fix).
 """
 
 from __future__ import annotations
@@ -28,13 +28,21 @@ def shown_text(at) -> str:
     return "\n".join([e.value for e in at.error] + [w.value for w in at.warning] + [c.value for c in at.code])
 
 
-@pytest.mark.xfail(strict=True, reason="known (session 27): a failed ?db= is named only while the sample is in use")
 def test_a_database_link_that_fails_is_named_even_when_the_link_also_names_a_dataset():
     """``?db=`` that cannot be opened leaves its error for the picker, which shows it only while
     the sample is in use: with ``?data=synthetic-1000`` beside it the error is dropped silently
     (the same link without ``?data=`` shows "The database could not be opened")."""
     at = ok(open_dashboard_page(HOME, {"db": "no-such-file.sqlite", "data": "synthetic-1000"}))
     assert "no-such-file.sqlite" in shown_text(at), shown_text(at)
+    assert [e.value for e in at.error][0].startswith(
+        "The database could not be opened; showing Synthetic, 1,000 messages, the dataset the link also names.")
+    # shown with that dataset only: a pick of another one forgets it
+    at.switch_page("app_pages/token_budget.py")
+    ok(at.run())
+    assert "no-such-file.sqlite" in shown_text(at)
+    at.selectbox(key="data").set_value("sample")
+    ok(at.run())
+    assert "no-such-file.sqlite" not in shown_text(at) and not at.error
 
 
 @pytest.mark.xfail(strict=True, reason="known (session 27): only Listing eviction reads ?shopper=")
