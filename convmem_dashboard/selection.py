@@ -120,6 +120,17 @@ def selected_conversation(dataset: Dataset) -> str | None:
     # dataset's own last choice.
     carried = url if url is not None and url == _state(_URL_SEEN).get(CONV_KEY) and url in ch.ids else None
     session = _widget_pick(CONV_KEY, ch.ids) or carried or selected.get(dataset.key)
+    # A new link's ?shopper= without a new ?conv= of this dataset selects that shopper's
+    # conversation with the most tokens on any page, as the shopper picker does (session 27's
+    # breaker: opened on Home, the link's shopper was passed over and the URL named a shopper and
+    # another shopper's conversation). A shopper not in the dataset is left for the shopper
+    # picker, which names it.
+    link_conv = url is not None and url != _state(_URL_SEEN).get(CONV_KEY) and url in ch.ids
+    shopper = _url_value(SHOPPER_KEY)
+    if (not link_conv and shopper is not None and shopper != _state(_URL_SEEN).get(SHOPPER_KEY)
+            and shopper in ch.shopper_default):
+        _state(_URL_SEEN)[SHOPPER_KEY] = shopper
+        session = ch.shopper_default[shopper]
     conv = resolve_selection(
         ch.ids, url=url, url_seen=_state(_URL_SEEN).get(CONV_KEY), session=session, default=ch.default
     )

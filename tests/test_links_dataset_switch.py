@@ -2,9 +2,8 @@
 checked with AppTest (session 27's breaker).
 
 Each test opens the dashboard as a link would and expects the link's every parameter to be used
-or named in a readable message (never dropped silently), and the URL to reproduce the view. The
-one marked xfail is a known defect left open in session 27 (strict: it fails the run once fixed, so
-the mark comes off with the fix).
+or named in a readable message (never dropped silently), and the URL to reproduce the view. Both
+links failed before session 27's fixes (the database error was not shown, the shopper passed over).
 """
 
 from __future__ import annotations
@@ -45,23 +44,28 @@ def test_a_database_link_that_fails_is_named_even_when_the_link_also_names_a_dat
     assert "no-such-file.sqlite" not in shown_text(at) and not at.error
 
 
-@pytest.mark.xfail(strict=True, reason="known (session 27): only Listing eviction reads ?shopper=")
-def test_a_shopper_link_opened_on_home_is_taken_or_named():
+@pytest.mark.parametrize("page", [HOME, TOKEN_BUDGET, "app_pages/your_data.py", "app_pages/flaky_store.py"])
+def test_a_shopper_link_selects_that_shoppers_conversation_on_any_page(page):
     """``?shopper=`` is the shared selection as a shopper (convmem_dashboard.selection), but only
-    the Listing eviction page reads it: opened on Home (or Token budget, Flaky store, Your data)
-    the link's shopper is dropped without a word and the URL keeps it beside a ``?conv=`` of
-    another shopper."""
+    the Listing eviction page read it: opened on any other page the link's shopper was passed over
+    without a word and the URL kept it beside a ``?conv=`` of another shopper. Now the shopper's
+    conversation with the most tokens is selected, as the shopper picker does."""
     convs = load_conversations(SAMPLE)
     shopper = "raj_ali_9480"
     own = [c for c in convs if c.user_id == shopper]
-    assert own, "the sample changed: pick another shopper"
-    at = ok(open_dashboard_page(HOME, {"shopper": shopper}))
-    conv = at.query_params["conv"]
-    taken = conv == most_tokens_id(own)
-    named = shopper in shown_text(at)
-    assert taken or named, (conv, dict(at.query_params), shown_text(at))
-    if "shopper" in at.query_params:  # the link the page leaves must agree with itself
-        assert next(c.user_id for c in convs if c.id == conv) == at.query_params["shopper"]
+    assert own and most_tokens_id(own) != most_tokens_id(convs), "the sample changed: pick another shopper"
+    at = ok(open_dashboard_page(page, {"shopper": shopper}))
+    assert at.query_params["conv"] == most_tokens_id(own), (dict(at.query_params), shown_text(at))
+    if "shopper" in at.query_params:  # the link the page leaves agrees with itself
+        assert at.query_params["shopper"] == shopper
+
+
+def test_a_link_conversation_still_decides_its_shopper():
+    """The link's ``?conv=`` wins over its ``?shopper=`` (break25), on Home as before."""
+    convs = load_conversations(SAMPLE)
+    other = next(c for c in convs if c.user_id != "raj_ali_9480")
+    at = ok(open_dashboard_page(HOME, {"shopper": "raj_ali_9480", "conv": other.id}))
+    assert at.query_params["conv"] == other.id
 
 
 @pytest.mark.skipif(not data_module.RETAIL_FILE.is_file(), reason="../shared/real_data is absent")
