@@ -31,6 +31,7 @@ from convmem_dashboard.export_safety import download_csv, download_json
 from convmem_dashboard.live_tail import SessionTail, allowed_roots, check_path
 from convmem_dashboard.questions import QUESTIONS
 from convmem_dashboard.show_table import show_table
+from convmem_dashboard.choices import plural
 
 
 #: Seconds between two polls of a followed session file.
@@ -151,7 +152,7 @@ with tab_live:
                     return
                 live_convs = [c for c in state.result if has_session(c)]
                 st.caption(f"{state.size:,} bytes read; {state.reads:,} re-reads; "
-                           f"{len(live_convs)} conversation(s).")
+                           f"{plural(len(live_convs), 'conversation')}.")
                 if live_convs:
                     show(live_convs[0], "live")
 

@@ -43,6 +43,7 @@ from convmem_dashboard.view_flaky_store import (
 )
 from convmem_dashboard import view_flaky_store as view
 from convmem_dashboard.show_table import show_table
+from convmem_dashboard.choices import plural
 
 
 URL = {"bind": "query-params"}
@@ -321,7 +322,7 @@ download_csv(
 )
 errors = error_table(run, upto)
 if len(errors):
-    st.caption(f"Errors raised by the store ({len(errors):,} call(s)), message verbatim:")
+    st.caption(f"Errors raised by the store ({plural(len(errors), 'call')}), message verbatim:")
     show_table(errors, hide_index=True, **error_table_view(len(errors)))
 
 with st.expander("Reproduce this run in Python"):

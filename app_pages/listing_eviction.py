@@ -38,7 +38,7 @@ from convmem_dashboard.view_listing_eviction import (
     resolve_cap,
     what_counts,
 )
-from convmem_dashboard.choices import shopper_conversations
+from convmem_dashboard.choices import plural, shopper_conversations
 from convmem_dashboard.export_safety import download_csv
 from convmem_dashboard.url_params import PARAMS, kept_note, out_of_range_note
 from convmem_dashboard.show_table import show_table
@@ -99,7 +99,7 @@ view = view_of(dataset.key, shopper, definition)
 
 if view.max_cap == 0:
     st.info(
-        f"This shopper's {view.n:,} conversation(s) mention no listing id under this definition: "
+        f"This shopper's {plural(view.n, 'conversation')} mention no listing id under this definition: "
         "nothing to evict. Pick another shopper or another definition."
     )
     st.stop()

@@ -42,6 +42,7 @@ from convmem_dashboard.tables_budget import (
     totals_caption,
 )
 from convmem_dashboard.show_table import show_table
+from convmem_dashboard.choices import plural
 
 
 URL = "query-params"
@@ -330,7 +331,7 @@ else:
     st.text(
         f"{nav.label}: add step {event.step:,} brought message "
         f"{event.message_id}; trigger: {event.trigger}; total {event.total_before:,} → "
-        f"{event.total_after:,} tokens; dropped {len(event.dropped):,} message(s), {dropped_tokens:,} tokens."
+        f"{event.total_after:,} tokens; dropped {plural(len(event.dropped), 'message')}, {dropped_tokens:,} tokens."
     )
     show_table(
         drop_event_table(event, r.messages), hide_index=True, key="ev_table", **drop_event_view(len(event.dropped))
@@ -359,7 +360,7 @@ chosen = st.number_input(
 )
 step = default_step if chosen is None else int(chosen)
 context = context_at_step(r, step, arrays)
-st.text(f"After add step {step:,}: {len(context):,} message(s), {sum(x.tokens for x in context):,} tokens.")
+st.text(f"After add step {step:,}: {plural(len(context), 'message')}, {sum(x.tokens for x in context):,} tokens.")
 show_table(context_table(context), hide_index=True, key="ctx_table", **context_view(len(context)))
 download_json(
     "Download this context (JSON)",

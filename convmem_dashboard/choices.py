@@ -40,6 +40,7 @@ from collections.abc import Sequence
 from convmem.conversations import Conversation, group_by_user
 
 from .tables_eviction import NO_SHOPPER, default_shopper
+from .wording import plural  # re-exported: pages and views import it from here too
 
 __all__ = [
     "TITLE_CHARS",
@@ -87,15 +88,6 @@ def _first_user_text(conv: Conversation) -> str | None:
                 return m.content
             found = ""
     return found
-
-
-def plural(n: int, word: str) -> str:
-    """``n`` (with thousands separators) and ``word``, plural unless ``n`` is 1.
-
-    >>> plural(1, "conversation"), plural(1200, "message")
-    ('1 conversation', '1,200 messages')
-    """
-    return f"{n:,} {word}{'' if n == 1 else 's'}"
 
 
 def conversation_label(conv: Conversation) -> str:

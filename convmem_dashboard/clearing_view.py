@@ -16,6 +16,7 @@ import pandas as pd
 import plotly.graph_objects as go
 
 from convmem import Clearing, ClearingSweepRow, HistorySettings, Replay, ReplayStats
+from .wording import plural
 
 __all__ = [
     "CLEARING_COLOR",
@@ -111,7 +112,7 @@ def _biggest_per_bucket(
         x0 = start + (b * span + buckets - 1) // buckets
         x1 = min(stop, start + ((b + 1) * span + buckets - 1) // buckets - 1)
         hover.append(
-            f"{int(per_bucket[b]):,} clearing(s) in add steps {x0:,}–{x1:,}; the biggest:<br>" + _clearing_hover(c)
+            f"{plural(int(per_bucket[b]), 'clearing')} in add steps {x0:,}–{x1:,}; the biggest:<br>" + _clearing_hover(c)
         )
     return picked, hover
 
@@ -126,18 +127,18 @@ def clearing_caption(stats: ReplayStats, settings: HistorySettings | None = None
     ''
     >>> s = HistorySettings(5, clear_trigger=5)
     >>> print(clearing_caption(replay([Message("u", "user", 1)], s).stats, s))
-    Clearing is on but never ran: the total never passed the trigger (5 tokens) with more than the newest 3 tool result(s) to clear and at least 0 tokens to free. Lower the trigger or "Keep newest tool results".
+    Clearing is on but never ran: the total never passed the trigger (5 tokens) with more than the newest 3 tool results to clear and at least 0 tokens to free. Lower the trigger or "Keep newest tool results".
     """
     if not stats.clearings:
         if settings is None or settings.clear_trigger is None:
             return ""
         return (
             f"Clearing is on but never ran: the total never passed the trigger ({settings.clear_trigger:,} "
-            f"tokens) with more than the newest {settings.clear_keep:,} tool result(s) to clear and at least "
+            f"tokens) with more than the newest {plural(settings.clear_keep, 'tool result')} to clear and at least "
             f"{settings.clear_at_least:,} tokens to free. Lower the trigger or \"Keep newest tool results\"."
         )
     return (
-        f"Clearing: {stats.clearings:,} clearing(s) replaced {stats.messages_cleared:,} message(s) "
+        f"Clearing: {plural(stats.clearings, 'clearing')} replaced {plural(stats.messages_cleared, 'message')} "
         f"by a placeholder, freeing {stats.tokens_cleared:,} tokens; teal diamonds mark them "
         "(each breaks the prompt cache from the first cleared message on)."
     )

@@ -33,6 +33,7 @@ from convmem import DROP_REASONS, ROLES, DropReason, Compaction, Replay, ReplayS
 
 from .axes import integer_ticks
 from .colors import LINE_COLORS, REASON_COLORS, ROLE_COLORS, SETTING_COLORS, role_color
+from .wording import plural
 
 __all__ = [
     "X_STEP",
@@ -163,7 +164,7 @@ def _hover(k, step, trigger, count, tokens, reasons, before, after, ev) -> str:
     ranked = sorted(reasons, key=lambda cr: -cr[0])  # stable: DROP_REASONS order on a tie
     lines = [
         f"<b>drop event {k + 1}</b> at add step {step} ({_esc(trigger)})",
-        f"dropped {count} message(s), {tokens:,} tokens",
+        f"dropped {plural(count, 'message')}, {tokens:,} tokens",
         "reasons: " + ", ".join(f"{_esc(r)} ×{n}" for n, r in ranked),
         f"total {before:,} → {after:,} tokens",
     ]
@@ -457,7 +458,7 @@ def totals_figure(
         b_hi = np.minimum(hi, lo + ((b + 1) * span + max_markers - 1) // max_markers - 1)
         in_window = in_window[pick]
         hover = [
-            f"{int(per_bucket[bk]):,} drop event(s) in add steps {int(x0):,}–{int(x1):,}; the biggest:<br>" + text
+            f"{plural(int(per_bucket[bk]), 'drop event')} in add steps {int(x0):,}–{int(x1):,}; the biggest:<br>" + text
             for bk, x0, x1, text in zip(b, b_lo, b_hi, event_hovers(a, in_window))
         ]
         y = np.full(len(in_window), ymax * 1.06)

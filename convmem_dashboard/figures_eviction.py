@@ -17,6 +17,7 @@ from collections.abc import Sequence
 import plotly.graph_objects as go
 
 from .colors import LINE_COLORS, OUTCOME_COLORS
+from .wording import plural
 
 __all__ = ["CAP_WIDTH", "WEBGL_THRESHOLD", "conversation_timeline", "escape", "eviction_curve_figure", "ids_hover"]
 
@@ -86,7 +87,7 @@ def conversation_timeline(
                 if titles is not None and titles[i]:
                     head += f"<br>{escape(titles[i])}"
                 hover.append(
-                    f"{head}<br>{distinct} distinct id(s); {len(source[i])} {part}:"
+                    f"{head}<br>{plural(distinct, 'distinct id')}; {len(source[i])} {part}:"
                     f"<br>{ids_hover(source[i])}"
                 )
             fig.add_trace(

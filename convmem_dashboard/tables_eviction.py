@@ -28,6 +28,7 @@ from convmem import evict_conversations, eviction_curve, explain_eviction, kept_
 from convmem.conversations import Conversation
 
 from .table_layout import column, table_view
+from .wording import plural
 
 __all__ = [
     "NO_SHOPPER",
@@ -199,13 +200,13 @@ def why_text(ev: Eviction, i: int) -> str:
         return f"mentions no listing: dropping it leaves the count at {before}"
     if not released:
         return (
-            f"did not lower the count ({before:,} → {after:,}): all {len(shared):,} of its id(s) are "
+            f"did not lower the count ({before:,} → {after:,}): all {plural(len(shared), 'id')} it mentions are "
             f"mentioned again by newer conversations"
         )
     text = f"lowered the count by {len(released):,} ({before:,} → {after:,}): it held the last mention of "
-    text += f"{len(released):,} id(s)"
+    text += plural(len(released), "id")
     if shared:
-        text += f"; {len(shared):,} other id(s) are mentioned again by newer conversations"
+        text += f"; {plural(len(shared), 'other id')} {'is' if len(shared) == 1 else 'are'} mentioned again by newer conversations"
     return text
 
 

@@ -44,6 +44,7 @@ from convmem.testing import (
 )
 
 from .table_layout import column, table_view
+from .wording import plural
 
 __all__ = [
     "ARRIVALS_EFFECT",
@@ -331,8 +332,8 @@ def failure_message(run: FlakyRun) -> str:
     where = _cursor_words(err["cursor"])
     page = "The first page" if err["cursor"] == FIRST_PAGE else f"The page at {where}"
     return (
-        f"{page} kept failing: {why} after {err['attempts']} "
-        f"attempt(s). {err['loaded']:,} of {len(run.truth):,} messages were loaded before it; a caller "
+        f"{page} kept failing: {why} after "
+        f"{plural(err['attempts'], 'attempt')}. {err['loaded']:,} of {len(run.truth):,} messages were loaded before it; a caller "
         f"keeps them and can resume from {where}. load_history raised PageLoadError "
         f"instead of returning a partial history. Last error: {err['last_error']}"
     )
@@ -499,16 +500,16 @@ def step_state(run: FlakyRun, upto: int) -> dict[str, Any]:
             )
         elif last["outcome"] == CallOutcome.OK and not done:
             nxt = (
-                f"Page of {last['page_size']} message(s): {last['new_messages']} new, "
-                f"{last['duplicates']} duplicate(s) skipped; next request: cursor "
+                f"Page of {plural(last['page_size'], 'message')}: {last['new_messages']:,} new, "
+                f"{plural(last['duplicates'], 'duplicate')} skipped; next request: cursor "
                 f"{last['next_cursor']}."
             )
         elif done and run.error is not None:
             nxt = failure_message(run)
         elif done:
             nxt = (
-                f"Page of {last['page_size']} message(s): {last['new_messages']} new, "
-                f"{last['duplicates']} duplicate(s) skipped. {explain_stop(run)}"
+                f"Page of {plural(last['page_size'], 'message')}: {last['new_messages']:,} new, "
+                f"{plural(last['duplicates'], 'duplicate')} skipped. {explain_stop(run)}"
             )
         else:  # pragma: no cover - an error outcome is always the last call
             nxt = f"Call ended with {last['outcome']}."

@@ -41,6 +41,7 @@ from .tables_store import (
 )
 from .questions import QUESTIONS
 from .url_params import PARAMS, STORE_KINDS
+from .wording import plural
 
 __all__ = [
     "INTRO",
@@ -309,7 +310,7 @@ def failure_note(run: FlakyRun) -> str:
     err = run.error or {}
     return (
         f"load_history raised instead of returning a partial history; the "
-        f"{count(err.get('loaded', 0))} message(s) it had loaded are kept on the error, and a "
+        f"{plural(err.get('loaded', 0), 'message')} it had loaded are kept on the error, and a "
         f"resume from {_cursor(err.get('cursor', FIRST_PAGE))} loads the rest. Below: the "
         f"messages not loaded yet."
     )
@@ -375,8 +376,8 @@ def outcome(run: FlakyRun, state: Mapping[str, Any], stepping: bool) -> Outcome:
             return Outcome("error", f"The load stopped with {err['kind']}.", failure_message(run))
         return Outcome(
             "error",
-            f"Load failed: PageLoadError at cursor {err['cursor']} after {err['attempts']} "
-            f"attempt(s); {count(err['loaded'])} of {count(truth)} messages were loaded before "
+            f"Load failed: PageLoadError at cursor {err['cursor']} after "
+            f"{plural(err['attempts'], 'attempt')}; {count(err['loaded'])} of {count(truth)} messages were loaded before "
             f"the failure. Nothing is lost: resume from {_cursor(err['cursor'])} with those "
             f"messages to load the rest.",
             failure_message(run),
@@ -393,7 +394,7 @@ def outcome(run: FlakyRun, state: Mapping[str, Any], stepping: bool) -> Outcome:
             f"({count(len(a['follow_up_ids']))})"
         )
         detail += (
-            f"\n{count(len(a['arrived_ids']))} message(s) were appended right after page "
+            f"\n{plural(len(a['arrived_ids']), 'message')} were appended right after page "
             f"{count(a['after_page'])} was served; {where}. Keyset cursors: nothing skipped, "
             f"nothing repeated."
         )
@@ -452,7 +453,7 @@ def reproduce_code(settings: FlakySettings, conversation_id: str, source: str) -
             f'sql = SQLStore("sqlite://", page_size={settings.page_size})\n'
             f"sql.append(conversation_id, messages[:{sql_message_cap(settings.page_size)}])  # the page's cap\n"
             f"pager = sql.pager(conversation_id, {hw})\n"
-            f"# arrivals: {a.count} message(s) appended with sql.append(...) right after page "
+            f"# arrivals: {plural(a.count, 'message')} appended with sql.append(...) right after page "
             f"{a.after_page} is served\n"
             f"store = FlakyStore(pager, {settings.faults()!r}, clock=clock)\n"
             f"{tail}\n"

@@ -31,6 +31,7 @@ from dataclasses import dataclass
 from .questions import QUESTIONS
 from .listing_definitions import DEFINITIONS, Catalog, IdKinds, id_kinds
 from .tables_eviction import Eviction, ShopperView
+from .wording import plural
 
 __all__ = [
     "QUESTION",
@@ -141,7 +142,7 @@ def drop_caption(view: ShopperView, ev: Eviction) -> str:
     wasted = sum(1 for i in range(ev.k) if not ev.released[i] and ev.shared[i])
     empty = sum(1 for i in range(ev.k) if not ev.released[i] and not ev.shared[i])
     return (
-        f"{ev.k:,} conversation(s) dropped; {wasted:,} of them lowered nothing because every id "
+        f"{plural(ev.k, 'conversation')} dropped; {wasted:,} of them lowered nothing because every id "
         "they mention is mentioned again by a newer conversation"
         + (f", and {empty:,} mention no listing at all" if empty else "")
         + ". Released: ids whose last mention went with the conversation."

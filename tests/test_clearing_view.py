@@ -44,7 +44,7 @@ def test_chart_marks_clearings_apart_from_drops():
     assert "drop events" in {t.name for t in fig.data}  # drops keep their own trace
     assert [t.name for t in mark_clearings(totals_figure(r), r, 5, 7).data].count(CLEARING_TRACE) == 1
     assert CLEARING_TRACE not in {t.name for t in mark_clearings(totals_figure(r), r, 0, 5).data}
-    assert clearing_caption(r.stats).startswith("Clearing: 3 clearing(s) replaced 4 message(s) by a placeholder, freeing 384 tokens")
+    assert clearing_caption(r.stats).startswith("Clearing: 3 clearings replaced 4 messages by a placeholder, freeing 384 tokens")
 
 
 @pytest.mark.parametrize("window", [(0, None), (37, 301), (0, 0)])
@@ -74,7 +74,7 @@ def test_many_clearings_thinned_to_the_biggest_per_bucket(window):
     want = [max(cs, key=lambda c: (c.freed_tokens, -c.step)) for _, cs in sorted(by_bucket.items())]
     assert list(trace.x) == [c.step for c in want] and len(want) <= m
     assert list(trace.y) == [r.totals[c.step] for c in want]
-    counts = [int(h.split(" clearing(s)")[0].replace(",", "")) for h in trace.hovertext]
+    counts = [int(h.split(" clearing")[0].replace(",", "")) for h in trace.hovertext]
     assert counts == [len(cs) for _, cs in sorted(by_bucket.items())] and sum(counts) == len(shown)
     for h, c, (_, cs) in zip(trace.hovertext, want, sorted(by_bucket.items())):
         assert h.endswith(f"step {c.step}: cleared 1 tool results ({c.total_before:,} → {c.total_after:,} tokens)")

@@ -86,7 +86,7 @@ def test_drop_markers_at_compaction_steps_with_hover(base):
     assert list(marks.y) == [c.total_after for c in r.compactions]
     assert list(marks.customdata) == list(range(len(r.compactions)))
     for c, text in zip(r.compactions, marks.hovertext):
-        assert f"dropped {len(c.dropped)} message(s), {c.dropped_tokens:,} tokens" in text
+        assert f"dropped {len(c.dropped)} message{'' if len(c.dropped) == 1 else 's'}, {c.dropped_tokens:,} tokens" in text
         for d in c.dropped:
             assert d.reason in text
     # colour = the reason that dropped the most tokens

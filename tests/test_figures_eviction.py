@@ -75,8 +75,8 @@ def test_why_text_says_released_or_shared():
     view = shopper_view(convs())
     ev = evict(view, 0)
     assert why_text(ev, 0).startswith("did not lower the count (5 → 5): all 2")
-    assert why_text(ev, 1) == "lowered the count by 2 (5 → 3): it held the last mention of 2 id(s)"
-    assert why_text(ev, 2).endswith("1 other id(s) are mentioned again by newer conversations")
+    assert why_text(ev, 1) == "lowered the count by 2 (5 → 3): it held the last mention of 2 ids"
+    assert why_text(ev, 2).endswith("1 other id is mentioned again by newer conversations")
     assert "mentions no listing" in why_text(ev, 3)
     table = dropped_table(view, ev).set_index("conversation")
     assert table.loc["c1", "released"] == 0 and table.loc["c1", "shared with newer"] == 2

@@ -121,7 +121,7 @@ def test_page_load_error_is_data_not_an_exception():
     assert run.stop_reason is None and len(run.lost_ids) == 40
     text = failure_message(run)
     assert text.startswith("The first page kept failing") and "resume from the first page" in text
-    assert "3 attempt(s)" in text and "0 of 40" in text
+    assert "3 attempts" in text and "0 of 40" in text
     assert explain_stop(run) == text
     assert [c["cursor"] for c in run.calls] == [FIRST_PAGE] * 3
     assert set(call_table(run)["cursor"]) == {FIRST_PAGE}

@@ -178,7 +178,7 @@ def test_page_load_error_is_a_readable_message_not_a_traceback(default_conv):
     text = at.error[0].value
     # The first page's cursor is None in convmem: shown as "(first page)", never as Python's None.
     assert error.cursor is None
-    assert f"PageLoadError at cursor (first page) after {error.attempts} attempt(s)" in text
+    assert f"PageLoadError at cursor (first page) after {error.attempts} attempt{'' if error.attempts == 1 else 's'}" in text
     assert "None" not in text
     assert f"{len(error.loaded)} of {len(default_conv.messages)} messages" in text
     assert any("kept failing" in c.value and "resume" in c.value for c in at.code)
@@ -215,7 +215,7 @@ def test_page_load_error_mid_load_reports_what_was_loaded(default_conv):
     assert_clean(at)
     report, loaded, error, _diff = direct(default_conv, burst_length=5, seed=0)
     assert error is not None and 0 < len(error.loaded) < len(default_conv.messages)
-    assert f"PageLoadError at cursor {error.cursor} after 5 attempt(s)" in at.error[0].value
+    assert f"PageLoadError at cursor {error.cursor} after 5 attempts" in at.error[0].value
     assert f"{len(error.loaded)} of {len(default_conv.messages)} messages" in at.error[0].value
     assert metrics(at)[loaded_label(default_conv)] == f"{len(error.loaded):,}"
     assert metrics(at)["Not loaded yet"] == f"{len(default_conv.messages) - len(error.loaded):,}"

@@ -162,7 +162,7 @@ def test_url_state_reproduces_the_view(convs):
     event = r.compactions[1]
     assert any(t.value.startswith(f"Drop event 2 of {len(r.compactions)}: add step {event.step} ") for t in at.text)
     ctx = context_at(conv.messages, settings, 5)
-    assert any(t.value == f"After add step 5: {len(ctx)} message(s), {sum(m.tokens for m in ctx):,} tokens." for t in at.text)
+    assert any(t.value == f"After add step 5: {len(ctx)} message{'' if len(ctx) == 1 else 's'}, {sum(m.tokens for m in ctx):,} tokens." for t in at.text)
 
 
 def test_bad_url_values_fall_back_to_defaults(default_conv):

@@ -385,7 +385,7 @@ def test_flaky_store_all_calls_failing_reads_clean(page, streamlit_url, screensh
     open_page(page, streamlit_url, "/flaky_store?rate=1.0", charts=1)
     assert_no_exception(page)
     error = page.locator('[data-testid="stAlertContentError"]').first.inner_text()
-    assert "PageLoadError at cursor (first page) after 5 attempt(s)" in error and "None" not in error
+    assert "PageLoadError at cursor (first page) after 5 attempts" in error and "None" not in error
     # the call log: every column whole, the first page's cursor in words, no "None" for no backoff,
     # and no empty rows below its five calls
     log = dataframe(page, "call")
