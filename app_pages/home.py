@@ -34,7 +34,7 @@ for col, link in zip(cols, PAGE_LINKS):
     col.page_link(link.path, label=link.label, icon=link.icon)
     col.caption(link.question)
 
-dataset = data_in_use("on Your data")  # Home's sidebar names the data; the picker is on every other page
+dataset = data_in_use("on Your data or in the sidebar of any other page")  # Home's sidebar names the data; the picker is on every other page
 if (conv_id := conversation_in_use(dataset)) is not None:
     st.markdown(f"Conversation in use: {conversation_caption(dataset.conversation(conv_id))}")
 st.page_link(YOUR_DATA_LINK.path, label=YOUR_DATA_LINK.label, icon=YOUR_DATA_LINK.icon)

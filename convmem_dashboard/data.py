@@ -616,7 +616,7 @@ def dataset_picker(picker: bool = True) -> Dataset:
     st.sidebar.caption(
         f"{dataset.label}: {plural(len(dataset.conversations), 'conversation')} · "
         f"{plural(dataset.message_count, 'message')} · tokens: {counter_name()}"
-        + ("" if picker else ". Pick another dataset on Your data or on any other page.")
+        + ("" if picker else ". Pick another dataset on Your data or in the sidebar of any other page.")
     )
     return dataset
 
