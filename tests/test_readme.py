@@ -35,6 +35,9 @@ def test_the_launcher_imports_the_heavy_modules_then_runs_streamlit_on_dashboard
 
     import convmem_dashboard.__main__ as launcher
 
+    import pandas  # noqa: F401  (in before import_module is patched: pandas imports its optional
+    # modules with it while the preload warms the sample; the test failed when run alone)
+
     seen: list = []
     monkeypatch.setattr(importlib, "import_module", lambda name: seen.append(name))
     monkeypatch.setattr(cli, "main", lambda args, prog_name: seen.append((prog_name, args)))
