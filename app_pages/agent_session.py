@@ -31,7 +31,7 @@ from convmem_dashboard.export_safety import download_csv, download_json
 from convmem_dashboard.live_tail import SessionTail, allowed_roots, check_path
 from convmem_dashboard.questions import QUESTIONS
 from convmem_dashboard.show_table import show_table
-from convmem_dashboard.choices import plural
+from convmem_dashboard.wording import plural
 
 
 #: Seconds between two polls of a followed session file.

@@ -43,7 +43,7 @@ from convmem_dashboard.view_flaky_store import (
 )
 from convmem_dashboard import view_flaky_store as view
 from convmem_dashboard.show_table import show_table
-from convmem_dashboard.choices import plural
+from convmem_dashboard.wording import plural
 
 
 URL = {"bind": "query-params"}

@@ -38,7 +38,8 @@ from convmem_dashboard.view_listing_eviction import (
     resolve_cap,
     what_counts,
 )
-from convmem_dashboard.choices import plural, shopper_conversations
+from convmem_dashboard.choices import shopper_conversations
+from convmem_dashboard.wording import plural
 from convmem_dashboard.export_safety import download_csv
 from convmem_dashboard.url_params import PARAMS, kept_note, out_of_range_note
 from convmem_dashboard.show_table import show_table

@@ -42,7 +42,7 @@ from convmem_dashboard.tables_budget import (
     totals_caption,
 )
 from convmem_dashboard.show_table import show_table
-from convmem_dashboard.choices import plural
+from convmem_dashboard.wording import plural
 
 
 URL = "query-params"
